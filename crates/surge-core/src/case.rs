@@ -1,0 +1,711 @@
+//! A validated case: dimension resolved, vectors padded to 3 components (z = 0 in 2D),
+//! derived constants (h, mass, c0, B) computed once.
+
+use crate::config::*;
+use crate::physics::eos::tait_b;
+use std::path::Path;
+
+/// Viscosity with its parameter.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Viscosity {
+    /// Monaghan artificial viscosity.
+    Artificial {
+        /// alpha.
+        alpha: f64,
+    },
+    /// Morris laminar viscosity.
+    Laminar {
+        /// Kinematic viscosity.
+        nu: f64,
+    },
+}
+
+/// Density diffusion with its parameter.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Diffusion {
+    /// Off.
+    None,
+    /// Molteni–Colagrossi.
+    MolteniColagrossi {
+        /// delta.
+        delta: f64,
+    },
+    /// Fourtakas.
+    Fourtakas {
+        /// delta.
+        delta: f64,
+    },
+}
+
+/// An axis-aligned box.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Aabb {
+    /// Lower corner.
+    pub min: [f64; 3],
+    /// Upper corner.
+    pub max: [f64; 3],
+}
+
+impl Aabb {
+    /// True when the open interiors of the two boxes intersect (in the first `dim` axes).
+    pub fn overlaps(&self, o: &Aabb, dim: usize) -> bool {
+        (0..dim).all(|a| self.min[a] < o.max[a] && o.min[a] < self.max[a])
+    }
+    /// True when `o` lies inside `self` (closed).
+    pub fn contains_box(&self, o: &Aabb, dim: usize) -> bool {
+        (0..dim).all(|a| self.min[a] <= o.min[a] && o.max[a] <= self.max[a])
+    }
+}
+
+/// A wall: layers outside some faces of a box.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Wall {
+    /// The enclosed box (the wall surfaces).
+    pub inner: Aabb,
+    /// `faces[axis][0]` is the low face, `[1]` the high face.
+    pub faces: [[bool; 2]; 3],
+    /// Number of particle layers.
+    pub layers: u32,
+    /// Constant wall velocity.
+    pub velocity: [f64; 3],
+}
+
+impl Wall {
+    /// The box the layers occupy, inner box included.
+    pub fn outer(&self, dp: f64) -> Aabb {
+        let t = self.layers as f64 * dp;
+        let mut o = self.inner;
+        for a in 0..3 {
+            if self.faces[a][0] {
+                o.min[a] -= t;
+            }
+            if self.faces[a][1] {
+                o.max[a] += t;
+            }
+        }
+        o
+    }
+}
+
+/// A resolved gauge.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Gauge {
+    /// Shepard-interpolated pressure at a point.
+    Pressure {
+        /// Column name.
+        name: String,
+        /// Point.
+        point: [f64; 3],
+    },
+    /// Water height along the vertical (last axis) line through `at`.
+    WaterHeight {
+        /// Column name.
+        name: String,
+        /// The line's point with the vertical coordinate 0.
+        at: [f64; 3],
+    },
+    /// Largest fluid coordinate along `axis`, fluid below `below` only.
+    Front {
+        /// Column name.
+        name: String,
+        /// Axis index.
+        axis: usize,
+        /// Height limit (vertical = last axis); infinite when not given.
+        below: f64,
+    },
+}
+
+impl Gauge {
+    /// Column name.
+    pub fn name(&self) -> &str {
+        match self {
+            Gauge::Pressure { name, .. }
+            | Gauge::WaterHeight { name, .. }
+            | Gauge::Front { name, .. } => name,
+        }
+    }
+}
+
+/// Initial fluid velocity.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Initial {
+    /// Constant.
+    Constant([f64; 3]),
+    /// 2D Taylor–Green vortex with amplitude U on the domain.
+    TaylorGreen {
+        /// U.
+        u0: f64,
+    },
+}
+
+/// A checked case, ready to fill and run. Vectors have 3 components; z = 0 in 2D.
+#[derive(Debug, Clone)]
+pub struct Case {
+    /// Case name (output file prefix).
+    pub name: String,
+    /// 2 or 3.
+    pub dim: usize,
+    /// Particle spacing.
+    pub dp: f64,
+    /// Smoothing length.
+    pub h: f64,
+    /// Simulation box.
+    pub domain: Aabb,
+    /// Periodic axes.
+    pub periodic: [bool; 3],
+    /// Reference density.
+    pub rho0: f64,
+    /// Particle mass `rho0 dp^dim`.
+    pub mass: f64,
+    /// Body force.
+    pub body_force: [f64; 3],
+    /// Kernel.
+    pub kernel: KernelKind,
+    /// Tait gamma.
+    pub gamma: f64,
+    /// Speed of sound.
+    pub c0: f64,
+    /// Tait coefficient B.
+    pub tait_b: f64,
+    /// Background pressure.
+    pub background_pressure: f64,
+    /// Viscosity.
+    pub viscosity: Viscosity,
+    /// Density diffusion.
+    pub diffusion: Diffusion,
+    /// Time integration.
+    pub scheme: Scheme,
+    /// CFL coefficient.
+    pub cfl: f64,
+    /// Verlet: Euler step period.
+    pub verlet_euler_every: u32,
+    /// dt upper limit.
+    pub dt_max: f64,
+    /// End time.
+    pub end_time: f64,
+    /// Frame interval.
+    pub output_interval: f64,
+    /// Gauge interval.
+    pub gauge_interval: f64,
+    /// Frame formats.
+    pub formats: Vec<OutputFormat>,
+    /// Gauges.
+    pub gauges: Vec<Gauge>,
+    /// Fluid boxes.
+    pub fluid: Vec<Aabb>,
+    /// Walls.
+    pub walls: Vec<Wall>,
+    /// Obstacles.
+    pub obstacles: Vec<Aabb>,
+    /// Initial velocity.
+    pub initial: Initial,
+}
+
+/// Errors while checking: the file name is added by [`Case::from_file`].
+struct Checker<'a> {
+    file: &'a str,
+    dim: usize,
+}
+
+impl Checker<'_> {
+    fn err(&self, field: impl Into<String>, message: impl Into<String>) -> CaseError {
+        CaseError {
+            file: self.file.to_string(),
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+
+    fn vec(&self, field: &str, v: &[f64], len: usize) -> Result<[f64; 3], CaseError> {
+        if v.len() != len {
+            return Err(self.err(
+                field,
+                format!(
+                    "expected {len} numbers (the case is {}D), found {}",
+                    self.dim,
+                    v.len()
+                ),
+            ));
+        }
+        if let Some(x) = v.iter().find(|x| !x.is_finite()) {
+            return Err(self.err(field, format!("{x} is not a finite number")));
+        }
+        let mut out = [0.0; 3];
+        out[..len].copy_from_slice(v);
+        Ok(out)
+    }
+
+    fn positive(&self, field: &str, x: f64) -> Result<f64, CaseError> {
+        if x.is_finite() && x > 0.0 {
+            Ok(x)
+        } else {
+            Err(self.err(field, format!("expected a positive number, found {x}")))
+        }
+    }
+
+    fn aabb(&self, field: &str, min: &[f64], max: &[f64], dp: f64) -> Result<Aabb, CaseError> {
+        let b = Aabb {
+            min: self.vec(&format!("{field}.min"), min, self.dim)?,
+            max: self.vec(&format!("{field}.max"), max, self.dim)?,
+        };
+        for a in 0..self.dim {
+            let ext = b.max[a] - b.min[a];
+            if ext <= 0.0 {
+                return Err(self.err(
+                    format!("{field}.max"),
+                    format!(
+                        "must be above min along {}, found max {} <= min {}",
+                        AXES[a], b.max[a], b.min[a]
+                    ),
+                ));
+            }
+            if ext < dp * (1.0 - 1e-9) {
+                return Err(self.err(
+                    field,
+                    format!(
+                        "the box is {ext} m along {}, smaller than dp = {dp}: no particle fits",
+                        AXES[a]
+                    ),
+                ));
+            }
+        }
+        Ok(b)
+    }
+}
+
+const AXES: [&str; 3] = ["x", "y", "z"];
+
+impl Case {
+    /// Load, override and check a case file.
+    pub fn from_file(path: &Path, overrides: &[String]) -> Result<Case, CaseError> {
+        let raw = load_case_file(path, overrides)?;
+        let stem = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "case".into());
+        Case::from_raw(raw, &path.display().to_string(), &stem)
+    }
+
+    /// Parse and check case text (tests, `--set` experiments).
+    pub fn from_str(text: &str, overrides: &[String]) -> Result<Case, CaseError> {
+        Case::from_raw(
+            parse_case_file(text, "<string>", overrides)?,
+            "<string>",
+            "case",
+        )
+    }
+
+    /// Check a parsed case file.
+    pub fn from_raw(f: CaseFile, file: &str, default_name: &str) -> Result<Case, CaseError> {
+        let pre = Checker { file, dim: 0 };
+        let dim = match (&f.domain, f.fluid.first()) {
+            (Some(d), _) => d.min.len(),
+            (None, Some(b)) => b.min.len(),
+            (None, None) => {
+                return Err(pre.err(
+                    "fluid",
+                    "nothing to simulate: the case has no [[fluid]] box",
+                ))
+            }
+        };
+        if dim != 2 && dim != 3 {
+            let field = if f.domain.is_some() {
+                "domain.min"
+            } else {
+                "fluid[0].min"
+            };
+            return Err(pre.err(
+                field,
+                format!("expected 2 or 3 numbers (this sets the dimension), found {dim}"),
+            ));
+        }
+        let c = Checker { file, dim };
+        let name = f.name.clone().unwrap_or_else(|| default_name.to_string());
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|ch| ch.is_ascii_alphanumeric() || "_-.".contains(ch))
+        {
+            return Err(c.err("name", format!("`{name}` must be non-empty letters, digits, `_`, `-` or `.` (it names output files)")));
+        }
+        let dp = c.positive("dp", f.dp)?;
+        let h_over_dp = c.positive("h_over_dp", f.h_over_dp)?;
+        if !(1.0..=4.0).contains(&h_over_dp) {
+            return Err(c.err(
+                "h_over_dp",
+                format!("expected a value between 1 and 4, found {h_over_dp}"),
+            ));
+        }
+        let h = h_over_dp * dp;
+
+        // Geometry.
+        if f.fluid.is_empty() {
+            return Err(c.err(
+                "fluid",
+                "nothing to simulate: the case has no [[fluid]] box",
+            ));
+        }
+        let fluid = f
+            .fluid
+            .iter()
+            .enumerate()
+            .map(|(i, b)| c.aabb(&format!("fluid[{i}]"), &b.min, &b.max, dp))
+            .collect::<Result<Vec<_>, _>>()?;
+        let default_layers = (2.0 * h / dp - 1e-9).ceil() as u32;
+        let mut walls = Vec::new();
+        for (i, w) in f.wall.iter().enumerate() {
+            let field = format!("wall[{i}]");
+            let inner = c.aabb(&field, &w.min, &w.max, dp)?;
+            let mut faces = [[false; 2]; 3];
+            match &w.faces {
+                None => (0..dim).for_each(|a| faces[a] = [true, true]),
+                Some(list) => {
+                    for s in list {
+                        let pos = ["x-", "x+", "y-", "y+", "z-", "z+"]
+                            .iter()
+                            .position(|n| n == s)
+                            .filter(|p| p / 2 < dim);
+                        let p = pos.ok_or_else(|| {
+                            c.err(
+                                format!("{field}.faces"),
+                                format!(
+                                    "unknown face `{s}`; expected {}",
+                                    ["x-", "x+", "y-", "y+", "z-", "z+"][..2 * dim].join(", ")
+                                ),
+                            )
+                        })?;
+                        faces[p / 2][p % 2] = true;
+                    }
+                    if list.is_empty() {
+                        return Err(c.err(
+                            format!("{field}.faces"),
+                            "empty list: name at least one face",
+                        ));
+                    }
+                }
+            }
+            let layers = w.layers.unwrap_or(default_layers);
+            if layers == 0 {
+                return Err(c.err(format!("{field}.layers"), "expected at least 1 layer"));
+            }
+            let velocity = match &w.velocity {
+                Some(v) => c.vec(&format!("{field}.velocity"), v, dim)?,
+                None => [0.0; 3],
+            };
+            walls.push(Wall {
+                inner,
+                faces,
+                layers,
+                velocity,
+            });
+        }
+        let obstacles = f
+            .obstacle
+            .iter()
+            .enumerate()
+            .map(|(i, b)| c.aabb(&format!("obstacle[{i}]"), &b.min, &b.max, dp))
+            .collect::<Result<Vec<_>, _>>()?;
+        for (i, fb) in fluid.iter().enumerate() {
+            for (j, w) in walls.iter().enumerate() {
+                if fb.overlaps(&w.outer(dp), dim) && !w.inner.contains_box(fb, dim) {
+                    return Err(c.err(format!("fluid[{i}]"), format!("the fluid box overlaps the particle layers of wall[{j}]; keep fluid inside the wall's min/max")));
+                }
+            }
+            for (j, o) in obstacles.iter().enumerate() {
+                if fb.overlaps(o, dim) {
+                    return Err(c.err(format!("fluid[{i}]"), format!("the fluid box overlaps obstacle[{j}]; split the fluid into boxes around it")));
+                }
+            }
+            for (j, o) in fluid.iter().enumerate().skip(i + 1) {
+                if fb.overlaps(o, dim) {
+                    return Err(c.err(
+                        format!("fluid[{j}]"),
+                        format!("the fluid box overlaps fluid[{i}]"),
+                    ));
+                }
+            }
+        }
+
+        // Physics.
+        let ph = &f.physics;
+        let rho0 = c.positive("physics.rho0", ph.rho0)?;
+        let body_force = if ph.body_force.is_empty() {
+            [0.0; 3]
+        } else {
+            c.vec("physics.body_force", &ph.body_force, dim)?
+        };
+        let gamma = c.positive("physics.eos.gamma", ph.eos.gamma)?;
+        let g_mag = body_force.iter().map(|x| x * x).sum::<f64>().sqrt();
+        let c0 = match (ph.eos.c0, ph.eos.c0_coef) {
+            (Some(_), Some(_)) => {
+                return Err(c.err("physics.eos", "give either c0 or c0_coef, not both"))
+            }
+            (Some(c0), None) => c.positive("physics.eos.c0", c0)?,
+            (None, coef) => {
+                let coef = c.positive("physics.eos.c0_coef", coef.unwrap_or(10.0))?;
+                if g_mag == 0.0 {
+                    return Err(c.err("physics.eos.c0", "without a body force the speed of sound cannot follow from c0_coef: give c0"));
+                }
+                let up: Vec<f64> = body_force.iter().map(|x| -x / g_mag).collect();
+                let height = |p: [f64; 3]| (0..3).map(|a| p[a] * up[a]).sum::<f64>();
+                let corners = fluid.iter().flat_map(|b| {
+                    (0..8).map(move |k| {
+                        [
+                            if k & 1 == 0 { b.min[0] } else { b.max[0] },
+                            if k & 2 == 0 { b.min[1] } else { b.max[1] },
+                            if k & 4 == 0 { b.min[2] } else { b.max[2] },
+                        ]
+                    })
+                });
+                let (lo, hi) = corners.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), p| {
+                    (lo.min(height(p)), hi.max(height(p)))
+                });
+                coef * (g_mag * (hi - lo)).sqrt()
+            }
+        };
+        let background_pressure = ph.eos.background_pressure;
+        if !background_pressure.is_finite() || background_pressure < 0.0 {
+            return Err(c.err(
+                "physics.eos.background_pressure",
+                format!("expected a number >= 0, found {background_pressure}"),
+            ));
+        }
+        let viscosity = match ph.viscosity {
+            ViscositySpec::Artificial { alpha } if alpha.is_finite() && alpha >= 0.0 => {
+                Viscosity::Artificial { alpha }
+            }
+            ViscositySpec::Artificial { alpha } => {
+                return Err(c.err(
+                    "physics.viscosity.alpha",
+                    format!("expected a number >= 0, found {alpha}"),
+                ))
+            }
+            ViscositySpec::Laminar { nu } => Viscosity::Laminar {
+                nu: c.positive("physics.viscosity.nu", nu)?,
+            },
+        };
+        let delta = |d: f64| {
+            if d.is_finite() && (0.0..=1.0).contains(&d) {
+                Ok(d)
+            } else {
+                Err(c.err(
+                    "physics.density_diffusion.delta",
+                    format!("expected a number between 0 and 1, found {d}"),
+                ))
+            }
+        };
+        let diffusion = match ph.density_diffusion {
+            DiffusionSpec::None => Diffusion::None,
+            DiffusionSpec::MolteniColagrossi { delta: d } => {
+                Diffusion::MolteniColagrossi { delta: delta(d)? }
+            }
+            DiffusionSpec::Fourtakas { delta: d } => Diffusion::Fourtakas { delta: delta(d)? },
+        };
+
+        // Time and output.
+        let t = &f.time;
+        let end_time = c.positive("time.end", t.end)?;
+        let cfl = c.positive("time.cfl", t.cfl)?;
+        if cfl > 1.0 {
+            return Err(c.err(
+                "time.cfl",
+                format!("expected a value in (0, 1], found {cfl}"),
+            ));
+        }
+        if t.verlet_euler_every == 0 {
+            return Err(c.err("time.verlet_euler_every", "expected at least 1"));
+        }
+        let dt_max = match t.dt_max {
+            Some(d) => c.positive("time.dt_max", d)?,
+            None => f64::INFINITY,
+        };
+        let output_interval = match f.output.interval {
+            Some(i) => c.positive("output.interval", i)?,
+            None => end_time / 20.0,
+        };
+        let gauge_interval = match f.output.gauge_interval {
+            Some(i) => c.positive("output.gauge_interval", i)?,
+            None => output_interval / 10.0,
+        };
+        let mut formats = f.output.formats.clone();
+        formats.dedup();
+        if formats.is_empty() {
+            return Err(c.err(
+                "output.formats",
+                "expected at least one of \"vtu\", \"csv\"",
+            ));
+        }
+
+        // Domain.
+        let geometry_box = fluid
+            .iter()
+            .copied()
+            .chain(walls.iter().map(|w| w.outer(dp)))
+            .chain(obstacles.iter().copied())
+            .fold(fluid[0], |acc, b| Aabb {
+                min: std::array::from_fn(|a| acc.min[a].min(b.min[a])),
+                max: std::array::from_fn(|a| acc.max[a].max(b.max[a])),
+            });
+        let mut periodic = [false; 3];
+        let domain = match &f.domain {
+            Some(d) => {
+                let b = Aabb {
+                    min: c.vec("domain.min", &d.min, dim)?,
+                    max: c.vec("domain.max", &d.max, dim)?,
+                };
+                for a in 0..dim {
+                    if b.max[a] <= b.min[a] {
+                        return Err(c.err(
+                            "domain.max",
+                            format!("must be above domain.min along {}", AXES[a]),
+                        ));
+                    }
+                }
+                for ax in &d.periodic {
+                    if ax.index() >= dim {
+                        return Err(c.err(
+                            "domain.periodic",
+                            format!("axis {} does not exist in a {dim}D case", AXES[ax.index()]),
+                        ));
+                    }
+                    periodic[ax.index()] = true;
+                }
+                if !b.contains_box(&geometry_box, dim) {
+                    let a = (0..dim)
+                        .find(|&a| geometry_box.min[a] < b.min[a] || geometry_box.max[a] > b.max[a])
+                        .unwrap_or(0);
+                    return Err(c.err("domain", format!("the geometry spans {} to {} along {} (wall layers included), outside the domain {} to {}", geometry_box.min[a], geometry_box.max[a], AXES[a], b.min[a], b.max[a])));
+                }
+                b
+            }
+            None => {
+                let pad = 2.0 * h;
+                Aabb {
+                    min: std::array::from_fn(|a| {
+                        if a < dim {
+                            geometry_box.min[a] - pad
+                        } else {
+                            0.0
+                        }
+                    }),
+                    max: std::array::from_fn(|a| {
+                        if a < dim {
+                            geometry_box.max[a] + pad
+                        } else {
+                            0.0
+                        }
+                    }),
+                }
+            }
+        };
+
+        // Gauges.
+        let mut gauges = Vec::new();
+        for (i, g) in f.gauge.iter().enumerate() {
+            let field = format!("gauge[{i}]");
+            let n = g.name();
+            if n.is_empty() || n.contains([',', '"', '\n']) || n == "time" {
+                return Err(c.err(
+                    format!("{field}.name"),
+                    format!("`{n}` must be non-empty, without commas or quotes, and not `time`"),
+                ));
+            }
+            if gauges.iter().any(|o: &Gauge| o.name() == n) {
+                return Err(c.err(
+                    format!("{field}.name"),
+                    format!("another gauge is already named `{n}`"),
+                ));
+            }
+            gauges.push(match g {
+                GaugeSpec::Pressure { name, point } => Gauge::Pressure {
+                    name: name.clone(),
+                    point: c.vec(&format!("{field}.point"), point, dim)?,
+                },
+                GaugeSpec::WaterHeight { name, at } => Gauge::WaterHeight {
+                    name: name.clone(),
+                    at: c.vec(&format!("{field}.at"), at, dim - 1)?,
+                },
+                GaugeSpec::Front { name, axis, below } => {
+                    if axis.index() >= dim {
+                        return Err(c.err(
+                            format!("{field}.axis"),
+                            format!(
+                                "axis {} does not exist in a {dim}D case",
+                                AXES[axis.index()]
+                            ),
+                        ));
+                    }
+                    Gauge::Front {
+                        name: name.clone(),
+                        axis: axis.index(),
+                        below: below.unwrap_or(f64::INFINITY),
+                    }
+                }
+            });
+        }
+
+        let initial = match &f.initial_velocity {
+            None => Initial::Constant([0.0; 3]),
+            Some(InitialVelocity::Constant { value }) => {
+                Initial::Constant(c.vec("initial_velocity.value", value, dim)?)
+            }
+            Some(InitialVelocity::TaylorGreen { u0 }) => {
+                if dim != 2 || !(periodic[0] && periodic[1]) {
+                    return Err(c.err(
+                        "initial_velocity",
+                        "taylor_green needs a 2D case periodic in x and y",
+                    ));
+                }
+                Initial::TaylorGreen { u0: *u0 }
+            }
+        };
+
+        Ok(Case {
+            name,
+            dim,
+            dp,
+            h,
+            domain,
+            periodic,
+            rho0,
+            mass: rho0 * dp.powi(dim as i32),
+            body_force,
+            kernel: ph.kernel,
+            gamma,
+            c0,
+            tait_b: tait_b(c0, rho0, gamma),
+            background_pressure,
+            viscosity,
+            diffusion,
+            scheme: t.scheme,
+            cfl,
+            verlet_euler_every: t.verlet_euler_every,
+            dt_max,
+            end_time,
+            output_interval,
+            gauge_interval,
+            formats,
+            gauges,
+            fluid,
+            walls,
+            obstacles,
+            initial,
+        })
+    }
+
+    /// The time step at rest, before any force: what `surge check` prints as the first dt.
+    pub fn initial_dt(&self) -> f64 {
+        use crate::physics::dt::*;
+        let g = self.body_force.iter().map(|x| x * x).sum::<f64>().sqrt();
+        self.limit_dt(self.cfl * dt_forces(self.h, g).min(dt_acoustic(self.h, self.c0, 0.0)))
+    }
+
+    /// Apply the limits that do not depend on the flow: the laminar viscous limit and dt_max.
+    pub fn limit_dt(&self, dt: f64) -> f64 {
+        let dt = match self.viscosity {
+            Viscosity::Laminar { nu } => dt.min(crate::physics::dt::dt_viscous(self.h, nu)),
+            Viscosity::Artificial { .. } => dt,
+        };
+        dt.min(self.dt_max)
+    }
+}

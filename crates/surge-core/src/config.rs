@@ -1,0 +1,515 @@
+//! The case file (TOML) as written by the user, and its validation into a [`Case`].
+//!
+//! Parsing goes file → `toml::Table` → `--set` overrides → typed [`CaseFile`] (every struct
+//! denies unknown keys) → [`Case`] (checked, dimension resolved, derived constants). Every
+//! error names the file and the field, in one sentence.
+
+use serde::Deserialize;
+use std::fmt;
+use std::path::Path;
+
+/// An error in a case file: which file, which field, what is expected.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CaseError {
+    /// The case file (or `<string>` when parsed from memory).
+    pub file: String,
+    /// Dotted key path of the offending field, empty when the error is not about one field.
+    pub field: String,
+    /// What is wrong and what is expected.
+    pub message: String,
+}
+
+impl fmt::Display for CaseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.field.is_empty() {
+            write!(f, "{}: {}", self.file, self.message)
+        } else {
+            write!(f, "{}: field `{}`: {}", self.file, self.field, self.message)
+        }
+    }
+}
+
+impl std::error::Error for CaseError {}
+
+fn default_h_over_dp() -> f64 {
+    1.5
+}
+fn default_rho0() -> f64 {
+    1000.0
+}
+fn default_gamma() -> f64 {
+    7.0
+}
+fn default_cfl() -> f64 {
+    0.2
+}
+fn default_verlet_euler_every() -> u32 {
+    40
+}
+fn default_formats() -> Vec<OutputFormat> {
+    vec![OutputFormat::Vtu]
+}
+
+/// The case file exactly as the user writes it. See `configs/` and the README for examples.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CaseFile {
+    /// Case name: output files are `<name>_NNNNN.vtu`; default: the file stem.
+    pub name: Option<String>,
+    /// Initial particle spacing `dp` (m).
+    pub dp: f64,
+    /// Smoothing length over particle spacing, `h = h_over_dp * dp`; default 1.5
+    /// (Wendland C2 then has 2h = 3 dp support: about 28 neighbours in 2D, 110 in 3D).
+    #[serde(default = "default_h_over_dp")]
+    pub h_over_dp: f64,
+    /// The simulation box; default: the bounding box of the geometry grown by one kernel
+    /// support. Required with periodic axes (it sets the period).
+    pub domain: Option<DomainSpec>,
+    /// Physics options.
+    #[serde(default)]
+    pub physics: PhysicsSpec,
+    /// Time stepping.
+    pub time: TimeSpec,
+    /// Frames and gauges.
+    #[serde(default)]
+    pub output: OutputSpec,
+    /// Boxes filled with fluid particles on the dp lattice.
+    #[serde(default)]
+    pub fluid: Vec<FluidBox>,
+    /// Walls: boundary particle layers outside chosen faces of a box.
+    #[serde(default)]
+    pub wall: Vec<WallBox>,
+    /// Solid boxes of boundary particles.
+    #[serde(default)]
+    pub obstacle: Vec<ObstacleBox>,
+    /// Gauges written to `gauges.csv`.
+    #[serde(default)]
+    pub gauge: Vec<GaugeSpec>,
+    /// Initial velocity of the fluid; default at rest.
+    pub initial_velocity: Option<InitialVelocity>,
+}
+
+/// The simulation box and its periodic axes.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DomainSpec {
+    /// Lower corner.
+    pub min: Vec<f64>,
+    /// Upper corner.
+    pub max: Vec<f64>,
+    /// Periodic axes, e.g. `["x"]`.
+    #[serde(default)]
+    pub periodic: Vec<Axis>,
+}
+
+/// A coordinate axis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Axis {
+    /// x
+    X,
+    /// y
+    Y,
+    /// z
+    Z,
+}
+
+impl Axis {
+    /// 0, 1 or 2.
+    pub fn index(self) -> usize {
+        match self {
+            Axis::X => 0,
+            Axis::Y => 1,
+            Axis::Z => 2,
+        }
+    }
+}
+
+/// Physics options; each one selects code at compile time in every backend.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PhysicsSpec {
+    /// Reference density `rho0` (kg/m³), default 1000.
+    #[serde(default = "default_rho0")]
+    pub rho0: f64,
+    /// Body force per unit mass (m/s²), e.g. gravity `[0, -9.81]`; default zero.
+    #[serde(default)]
+    pub body_force: Vec<f64>,
+    /// Smoothing kernel.
+    #[serde(default)]
+    pub kernel: KernelKind,
+    /// Tait equation of state.
+    #[serde(default)]
+    pub eos: EosSpec,
+    /// Viscosity model.
+    #[serde(default)]
+    pub viscosity: ViscositySpec,
+    /// Density diffusion (delta-SPH).
+    #[serde(default)]
+    pub density_diffusion: DiffusionSpec,
+}
+
+impl Default for PhysicsSpec {
+    fn default() -> Self {
+        Self {
+            rho0: default_rho0(),
+            body_force: Vec::new(),
+            kernel: KernelKind::default(),
+            eos: EosSpec::default(),
+            viscosity: ViscositySpec::default(),
+            density_diffusion: DiffusionSpec::default(),
+        }
+    }
+}
+
+/// Smoothing kernel, both with support radius 2h.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KernelKind {
+    /// Wendland C2 (default).
+    #[default]
+    WendlandC2,
+    /// Cubic B-spline (Monaghan & Lattanzio 1985).
+    CubicSpline,
+}
+
+/// Tait equation of state `p = B((rho/rho0)^gamma - 1) + p_b`, `B = c0² rho0 / gamma`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EosSpec {
+    /// Polytropic exponent, default 7.
+    #[serde(default = "default_gamma")]
+    pub gamma: f64,
+    /// Numerical speed of sound (m/s). Give this or `c0_coef`.
+    pub c0: Option<f64>,
+    /// `c0 = c0_coef * sqrt(|g| H)` with H the tallest fluid column along the body force;
+    /// default 10 (density varies about 1 %).
+    pub c0_coef: Option<f64>,
+    /// Background pressure `p_b` (Pa) added to Tait; default 0.
+    #[serde(default)]
+    pub background_pressure: f64,
+}
+
+impl Default for EosSpec {
+    fn default() -> Self {
+        Self {
+            gamma: default_gamma(),
+            c0: None,
+            c0_coef: None,
+            background_pressure: 0.0,
+        }
+    }
+}
+
+/// Viscosity model.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ViscositySpec {
+    /// Monaghan (1992) artificial viscosity with coefficient alpha.
+    Artificial {
+        /// Coefficient alpha (typically 0.01 to 0.1).
+        alpha: f64,
+    },
+    /// Morris et al. (1997) laminar viscosity with kinematic viscosity nu.
+    Laminar {
+        /// Kinematic viscosity (m²/s).
+        nu: f64,
+    },
+}
+
+impl Default for ViscositySpec {
+    fn default() -> Self {
+        ViscositySpec::Artificial { alpha: 0.01 }
+    }
+}
+
+/// Density diffusion term (delta-SPH).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum DiffusionSpec {
+    /// No density diffusion.
+    None,
+    /// Molteni & Colagrossi (2009).
+    MolteniColagrossi {
+        /// Coefficient delta (typically 0.1).
+        delta: f64,
+    },
+    /// Fourtakas et al. (2019): the hydrostatic part is removed from the density difference.
+    Fourtakas {
+        /// Coefficient delta (typically 0.1).
+        delta: f64,
+    },
+}
+
+impl Default for DiffusionSpec {
+    fn default() -> Self {
+        DiffusionSpec::MolteniColagrossi { delta: 0.1 }
+    }
+}
+
+/// Time integration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scheme {
+    /// Symplectic position-Verlet predictor-corrector, two force passes a step (default).
+    #[default]
+    Symplectic,
+    /// Verlet (leap-frog style) with an Euler step every `verlet_euler_every` steps.
+    Verlet,
+}
+
+/// Time stepping.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TimeSpec {
+    /// End time (s).
+    pub end: f64,
+    /// CFL coefficient of the variable time step, default 0.2.
+    #[serde(default = "default_cfl")]
+    pub cfl: f64,
+    /// Integration scheme.
+    #[serde(default)]
+    pub scheme: Scheme,
+    /// Verlet: one Euler step every this many steps, default 40.
+    #[serde(default = "default_verlet_euler_every")]
+    pub verlet_euler_every: u32,
+    /// Upper limit on dt (s); default none.
+    pub dt_max: Option<f64>,
+}
+
+/// Output formats for frames.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutputFormat {
+    /// VTK unstructured grid (binary, appended raw), with a `.pvd` time series.
+    Vtu,
+    /// CSV, columns `id,kind,x,y[,z],vx,vy[,vz],rho,p`.
+    Csv,
+}
+
+/// Frames and gauges.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutputSpec {
+    /// Simulated time between frames (s); default end/20. Frame 0 is the initial state.
+    pub interval: Option<f64>,
+    /// Simulated time between gauge rows (s); default the frame interval / 10.
+    pub gauge_interval: Option<f64>,
+    /// Frame formats, default `["vtu"]`.
+    #[serde(default = "default_formats")]
+    pub formats: Vec<OutputFormat>,
+}
+
+impl Default for OutputSpec {
+    fn default() -> Self {
+        Self {
+            interval: None,
+            gauge_interval: None,
+            formats: default_formats(),
+        }
+    }
+}
+
+/// A box filled with fluid particles at `min + (i + 1/2) dp`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FluidBox {
+    /// Lower corner.
+    pub min: Vec<f64>,
+    /// Upper corner.
+    pub max: Vec<f64>,
+}
+
+/// Boundary layers outside the chosen faces of a box. The face itself is the wall
+/// surface: layer k sits at `(k + 1/2) dp` outside it, so fluid filling the box sits
+/// dp/2 inside it.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WallBox {
+    /// Lower corner of the space the walls enclose.
+    pub min: Vec<f64>,
+    /// Upper corner.
+    pub max: Vec<f64>,
+    /// Faces that carry layers: any of `x-`, `x+`, `y-`, `y+`, `z-`, `z+`; default all.
+    pub faces: Option<Vec<String>>,
+    /// Number of particle layers; default enough to fill the kernel support, ceil(2h/dp).
+    pub layers: Option<u32>,
+    /// Constant velocity of the wall (a moving lid or plate); default at rest.
+    pub velocity: Option<Vec<f64>>,
+}
+
+/// A solid box of boundary particles (filled on the dp lattice).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ObstacleBox {
+    /// Lower corner.
+    pub min: Vec<f64>,
+    /// Upper corner.
+    pub max: Vec<f64>,
+}
+
+/// A gauge: one column of `gauges.csv`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum GaugeSpec {
+    /// Pressure at a point: kernel interpolation over fluid, Shepard-normalised; 0 when no
+    /// fluid is within the kernel support.
+    Pressure {
+        /// Column name.
+        name: String,
+        /// The point.
+        point: Vec<f64>,
+    },
+    /// Water height along the vertical line (last axis) through `at` (x in 2D, x,y in 3D):
+    /// the highest point where the interpolated fluid fraction is at least 1/2.
+    WaterHeight {
+        /// Column name.
+        name: String,
+        /// Horizontal position of the line.
+        at: Vec<f64>,
+    },
+    /// The largest coordinate of fluid along `axis`, optionally only fluid whose vertical
+    /// coordinate (last axis) is below `below`.
+    Front {
+        /// Column name.
+        name: String,
+        /// Axis of the front.
+        axis: Axis,
+        /// Only fluid under this height counts.
+        below: Option<f64>,
+    },
+}
+
+impl GaugeSpec {
+    /// The column name.
+    pub fn name(&self) -> &str {
+        match self {
+            GaugeSpec::Pressure { name, .. }
+            | GaugeSpec::WaterHeight { name, .. }
+            | GaugeSpec::Front { name, .. } => name,
+        }
+    }
+}
+
+/// Initial velocity of every fluid particle.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum InitialVelocity {
+    /// The same velocity everywhere.
+    Constant {
+        /// The velocity (m/s).
+        value: Vec<f64>,
+    },
+    /// 2D Taylor–Green vortex on the periodic domain of side L:
+    /// `u = -U cos(2πx/L) sin(2πy/L)`, `v = U sin(2πx/L) cos(2πy/L)`, with the matching
+    /// pressure `p = -rho0 U²/4 (cos(4πx/L) + cos(4πy/L))` set through the equation of state.
+    TaylorGreen {
+        /// Velocity amplitude U (m/s).
+        u0: f64,
+    },
+}
+
+/// Parse a case from TOML text, applying `key.path=value` overrides first.
+pub fn parse_case_file(
+    text: &str,
+    file: &str,
+    overrides: &[String],
+) -> Result<CaseFile, CaseError> {
+    let err = |field: &str, message: String| CaseError {
+        file: file.to_string(),
+        field: field.to_string(),
+        message,
+    };
+    let mut table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+        err(
+            "",
+            format!("not valid TOML: {}", e.message().trim()) + &line_of(text, e.span()),
+        )
+    })?;
+    for o in overrides {
+        apply_override(&mut table, o).map_err(|m| CaseError {
+            file: file.to_string(),
+            field: o.split('=').next().unwrap_or("").trim().to_string(),
+            message: format!("--set {o}: {m}"),
+        })?;
+    }
+    let value = toml::Value::Table(table);
+    serde_path_to_error::deserialize::<_, CaseFile>(value).map_err(|e| {
+        let path = e.path().to_string();
+        let path = if path == "." { String::new() } else { path };
+        err(&path, e.inner().to_string())
+    })
+}
+
+fn line_of(text: &str, span: Option<std::ops::Range<usize>>) -> String {
+    match span {
+        Some(s) => format!(
+            " (line {})",
+            text[..s.start.min(text.len())].matches('\n').count() + 1
+        ),
+        None => String::new(),
+    }
+}
+
+/// Apply `a.b.c=value` to a TOML table; `value` is read as a TOML value and taken as a
+/// string when it is not one (so `--set name=run2` works). Numeric segments index arrays
+/// (`gauge.0.point=[1,2]`).
+pub fn apply_override(table: &mut toml::Table, assignment: &str) -> Result<(), String> {
+    let (path, raw) = assignment
+        .split_once('=')
+        .ok_or("expected KEY.PATH=VALUE")?;
+    let path: Vec<&str> = path.trim().split('.').collect();
+    if path.iter().any(|p| p.is_empty()) {
+        return Err("empty key in the path".into());
+    }
+    let raw = raw.trim();
+    let value = match format!("v = {raw}").parse::<toml::Table>() {
+        Ok(mut t) => t.remove("v").expect("parsed key"),
+        Err(_) => toml::Value::String(raw.to_string()),
+    };
+    let mut root = toml::Value::Table(std::mem::take(table));
+    let result = set_path(&mut root, &path, value);
+    if let toml::Value::Table(t) = root {
+        *table = t;
+    }
+    result
+}
+
+fn set_path(node: &mut toml::Value, path: &[&str], value: toml::Value) -> Result<(), String> {
+    let (seg, rest) = path.split_first().expect("non-empty path");
+    let child = match node {
+        toml::Value::Table(t) if rest.is_empty() => {
+            t.insert(seg.to_string(), value);
+            return Ok(());
+        }
+        toml::Value::Table(t) => t
+            .entry(seg.to_string())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new())),
+        toml::Value::Array(a) => {
+            let idx: usize = seg
+                .parse()
+                .map_err(|_| format!("`{seg}`: a list is indexed by a number"))?;
+            let len = a.len();
+            a.get_mut(idx)
+                .ok_or(format!("index {idx} is past the end of a list of {len}"))?
+        }
+        _ => return Err(format!("`{seg}`: its parent is a value, not a table")),
+    };
+    if rest.is_empty() {
+        *child = value;
+        Ok(())
+    } else {
+        set_path(child, rest, value)
+    }
+}
+
+/// Read and parse a case file from disk.
+pub fn load_case_file(path: &Path, overrides: &[String]) -> Result<CaseFile, CaseError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| CaseError {
+        file: file.clone(),
+        field: String::new(),
+        message: format!("cannot read the case file: {e}"),
+    })?;
+    parse_case_file(&text, &file, overrides)
+}

@@ -1,0 +1,178 @@
+//! The cell grid: cell size, cell counts, the linear key order, and the conversion between
+//! absolute positions and (cell, offset) pairs.
+//!
+//! Positions are stored as integer cell coordinates plus a float32 offset from the cell
+//! centre, so accuracy does not depend on the distance from the origin. The distance of two
+//! particles is `(cell_j - cell_i) * cell_size + (off_j - off_i)`.
+
+use crate::case::Case;
+
+/// The skin added to the kernel support to get the cell size, as a fraction of the support.
+/// Neighbour lists stay valid until some particle has moved half the skin.
+pub const SKIN_FRACTION: f64 = 0.15;
+
+/// Cell geometry of a case.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Grid {
+    /// Lower corner of cell (0,0,0).
+    pub origin: [f64; 3],
+    /// Cell size per axis (exactly representable as float32).
+    pub cell: [f64; 3],
+    /// Cell counts per axis (1 along unused axes).
+    pub n: [i32; 3],
+    /// Periodic axes.
+    pub periodic: [bool; 3],
+    /// Axes from slowest to fastest varying in the linear index; the split axis is first.
+    pub order: [usize; 3],
+    /// 2 or 3.
+    pub dim: usize,
+    /// Kernel support radius 2h.
+    pub support: f64,
+    /// Smallest `cell - support` over the axes used.
+    pub skin: f64,
+}
+
+impl Grid {
+    /// The grid of a case, with `split_axis` varying slowest in the key order.
+    pub fn new(case: &Case, split_axis: usize) -> Result<Grid, String> {
+        let support = 2.0 * case.h;
+        let min_cell = support * (1.0 + SKIN_FRACTION);
+        let mut cell = [min_cell; 3];
+        let mut n = [1i32; 3];
+        for a in 0..case.dim {
+            let len = case.domain.max[a] - case.domain.min[a];
+            if case.periodic[a] {
+                let k = (len / min_cell).floor();
+                if k < 3.0 {
+                    return Err(format!(
+                        "the periodic axis {} is {len} m long, less than 3 cells of {min_cell:.4} m (2h plus skin); make the domain longer or dp smaller",
+                        ["x", "y", "z"][a]
+                    ));
+                }
+                n[a] = k as i32;
+                cell[a] = len / k;
+            } else {
+                let k = (len / min_cell).ceil().max(1.0);
+                if k > i32::MAX as f64 / 4.0 {
+                    return Err(format!(
+                        "the domain has {k} cells along {}: too many",
+                        ["x", "y", "z"][a]
+                    ));
+                }
+                n[a] = k as i32;
+            }
+            cell[a] = cell[a] as f32 as f64;
+        }
+        let mut order = [split_axis, 0, 0];
+        let mut k = 1;
+        for a in 0..3 {
+            if a != split_axis {
+                order[k] = a;
+                k += 1;
+            }
+        }
+        let skin = (0..case.dim)
+            .map(|a| cell[a] - support)
+            .fold(f64::INFINITY, f64::min);
+        Ok(Grid {
+            origin: case.domain.min,
+            cell,
+            n,
+            periodic: case.periodic,
+            order,
+            dim: case.dim,
+            support,
+            skin,
+        })
+    }
+
+    /// Number of cells.
+    pub fn cell_count(&self) -> usize {
+        self.n.iter().map(|&k| k as usize).product()
+    }
+
+    /// Linear index of a cell inside the grid.
+    #[inline(always)]
+    pub fn linear(&self, c: [i32; 3]) -> usize {
+        let [a, b, f] = self.order;
+        ((c[a] as usize * self.n[b] as usize) + c[b] as usize) * self.n[f] as usize + c[f] as usize
+    }
+
+    /// The cell of an absolute position and the offset from that cell's centre.
+    pub fn locate(&self, x: [f64; 3]) -> ([i32; 3], [f32; 3]) {
+        let mut c = [0i32; 3];
+        let mut off = [0f32; 3];
+        for a in 0..self.dim {
+            let k = ((x[a] - self.origin[a]) / self.cell[a]).floor();
+            c[a] = k as i32;
+            off[a] = (x[a] - (self.origin[a] + (k + 0.5) * self.cell[a])) as f32;
+        }
+        (c, off)
+    }
+
+    /// Absolute position of (cell, offset), in float64.
+    #[inline]
+    pub fn absolute(&self, c: [i32; 4], off: [f32; 4]) -> [f64; 3] {
+        let mut x = [0.0; 3];
+        for a in 0..self.dim {
+            x[a] = self.origin[a] + (c[a] as f64 + 0.5) * self.cell[a] + off[a] as f64;
+        }
+        x
+    }
+
+    /// Move a particle to the cell that contains it: returns the new cell (wrapped on
+    /// periodic axes) and offset, or `None` when it has left a non-periodic domain.
+    #[inline]
+    pub fn rekey(&self, c: [i32; 4], off: [f32; 4]) -> Option<([i32; 4], [f32; 4])> {
+        let mut c2 = c;
+        let mut o2 = off;
+        for a in 0..self.dim {
+            let cs = self.cell[a] as f32;
+            let k = (off[a] / cs).round();
+            if !k.is_finite() {
+                return None;
+            }
+            let mut ca = c[a] as i64 + k as i64;
+            o2[a] = off[a] - k * cs;
+            if self.periodic[a] {
+                ca = ca.rem_euclid(self.n[a] as i64);
+            } else if ca < 0 || ca >= self.n[a] as i64 {
+                return None;
+            }
+            c2[a] = ca as i32;
+        }
+        Some((c2, o2))
+    }
+
+    /// The neighbour cell `c + d` with its displacement in cells, or `None` outside a
+    /// non-periodic grid. On periodic axes the cell wraps and the displacement stays `d`.
+    #[inline(always)]
+    pub fn neighbour(&self, c: [i32; 4], d: [i32; 3]) -> Option<[i32; 3]> {
+        let mut out = [0i32; 3];
+        for a in 0..3 {
+            let mut k = c[a] + d[a];
+            if k < 0 || k >= self.n[a] {
+                if !self.periodic[a] {
+                    return None;
+                }
+                k = k.rem_euclid(self.n[a]);
+            }
+            out[a] = k;
+        }
+        Some(out)
+    }
+
+    /// Stencil offsets: 9 in 2D, 27 in 3D, in a fixed order (determinism depends on it).
+    pub fn stencil(&self) -> Vec<[i32; 3]> {
+        let zr = if self.dim == 3 { -1..=1 } else { 0..=0 };
+        let mut s = Vec::new();
+        for dz in zr {
+            for dy in -1..=1 {
+                for dx in -1..=1 {
+                    s.push([dx, dy, dz]);
+                }
+            }
+        }
+        s
+    }
+}

@@ -1,0 +1,10 @@
+//! Physics formulas as plain functions over scalars: no loops, no threads, no devices.
+//! Each has a CUDA twin of the same name and argument order in `kernels/physics/`.
+
+pub mod diffusion;
+pub mod dt;
+pub mod eos;
+pub mod kernel;
+pub mod options;
+pub mod pair;
+pub mod viscosity;

@@ -1,0 +1,167 @@
+//! Physics options as types. A backend's force loop is generic over these; the one runtime
+//! `match` in [`crate::physics::pair::dispatch`]'s callers picks the monomorphised loop, so an
+//! option that is off costs nothing. Each type holds only the constants its formula needs.
+
+use super::diffusion::{fourtakas, molteni_colagrossi};
+use super::viscosity::{monaghan_artificial, morris_laminar};
+use crate::V3;
+
+/// The geometry of one interacting pair, shared by all terms.
+#[derive(Debug, Clone, Copy)]
+pub struct PairGeom {
+    /// `x_i - x_j`.
+    pub r: V3,
+    /// `|r|²`.
+    pub r2: f32,
+    /// `grad_i W_ij`.
+    pub gw: V3,
+    /// `v_i - v_j`.
+    pub v: V3,
+    /// `v . r`.
+    pub vr: f32,
+}
+
+/// A viscosity model: the viscous acceleration of particle i from particle j.
+pub trait ViscosityModel: Copy + Send + Sync + 'static {
+    /// Name used in logs and NVRTC defines.
+    const NAME: &'static str;
+    /// Acceleration contribution.
+    fn acc(&self, g: &PairGeom, rho_i: f32, rho_j: f32, m_j: f32) -> V3;
+}
+
+/// Monaghan artificial viscosity.
+#[derive(Debug, Clone, Copy)]
+pub struct Artificial {
+    /// alpha.
+    pub alpha: f32,
+    /// Smoothing length.
+    pub h: f32,
+    /// Speed of sound used as the mean `c` of the pair (c0, as DualSPHysics does).
+    pub c0: f32,
+    /// `eta² = 0.01 h²`, keeps the denominator away from 0.
+    pub eta2: f32,
+}
+
+impl ViscosityModel for Artificial {
+    const NAME: &'static str = "artificial";
+    #[inline(always)]
+    fn acc(&self, g: &PairGeom, rho_i: f32, rho_j: f32, m_j: f32) -> V3 {
+        monaghan_artificial(
+            self.alpha,
+            self.h,
+            self.c0,
+            0.5 * (rho_i + rho_j),
+            m_j,
+            g.vr,
+            g.r2,
+            self.eta2,
+            g.gw,
+        )
+    }
+}
+
+/// Morris laminar viscosity.
+#[derive(Debug, Clone, Copy)]
+pub struct Laminar {
+    /// Kinematic viscosity nu.
+    pub nu: f32,
+    /// `eta² = 0.01 h²`.
+    pub eta2: f32,
+}
+
+impl ViscosityModel for Laminar {
+    const NAME: &'static str = "laminar";
+    #[inline(always)]
+    fn acc(&self, g: &PairGeom, rho_i: f32, rho_j: f32, m_j: f32) -> V3 {
+        morris_laminar(self.nu, rho_i, rho_j, m_j, g.r, g.r2, self.eta2, g.gw, g.v)
+    }
+}
+
+/// A density diffusion model: rate of the physical density of fluid particle i from fluid j.
+pub trait DiffusionModel: Copy + Send + Sync + 'static {
+    /// Name used in logs and NVRTC defines.
+    const NAME: &'static str;
+    /// False for [`NoDiffusion`]: the loop then skips the term entirely.
+    const ON: bool;
+    /// Rate contribution (kg/m³/s).
+    fn rate(&self, g: &PairGeom, rho_i: f32, rho_j: f32, vol_j: f32) -> f32;
+}
+
+/// No density diffusion.
+#[derive(Debug, Clone, Copy)]
+pub struct NoDiffusion;
+
+impl DiffusionModel for NoDiffusion {
+    const NAME: &'static str = "none";
+    const ON: bool = false;
+    #[inline(always)]
+    fn rate(&self, _: &PairGeom, _: f32, _: f32, _: f32) -> f32 {
+        0.0
+    }
+}
+
+/// Molteni–Colagrossi delta-SPH.
+#[derive(Debug, Clone, Copy)]
+pub struct MolteniColagrossi {
+    /// `delta h c0`.
+    pub delta_h_c0: f32,
+    /// `eta²`.
+    pub eta2: f32,
+}
+
+impl DiffusionModel for MolteniColagrossi {
+    const NAME: &'static str = "molteni_colagrossi";
+    const ON: bool = true;
+    #[inline(always)]
+    fn rate(&self, g: &PairGeom, rho_i: f32, rho_j: f32, vol_j: f32) -> f32 {
+        molteni_colagrossi(
+            self.delta_h_c0,
+            rho_i,
+            rho_j,
+            g.r,
+            g.r2,
+            self.eta2,
+            g.gw,
+            vol_j,
+        )
+    }
+}
+
+/// Fourtakas delta-SPH.
+#[derive(Debug, Clone, Copy)]
+pub struct Fourtakas {
+    /// `delta h c0`.
+    pub delta_h_c0: f32,
+    /// `eta²`.
+    pub eta2: f32,
+    /// rho0.
+    pub rho0: f32,
+    /// Body force.
+    pub g: V3,
+    /// `1 / B`.
+    pub inv_b: f32,
+    /// `1 / gamma`.
+    pub inv_gamma: f32,
+}
+
+impl DiffusionModel for Fourtakas {
+    const NAME: &'static str = "fourtakas";
+    const ON: bool = true;
+    #[inline(always)]
+    fn rate(&self, g: &PairGeom, rho_i: f32, rho_j: f32, vol_j: f32) -> f32 {
+        fourtakas(
+            self.delta_h_c0,
+            rho_i,
+            rho_j,
+            g.r,
+            g.r2,
+            self.eta2,
+            g.gw,
+            vol_j,
+            self.rho0,
+            self.g,
+            self.inv_b,
+            self.inv_gamma,
+        )
+    }
+}

@@ -1,0 +1,212 @@
+//! The body of the neighbour loop: what one neighbour j adds to particle i. Backends own the
+//! loop (which cells, which order, which threads); this is the physics inside it.
+
+use super::kernel::{CubicSpline, SmoothingKernel, WendlandC2};
+use super::options::*;
+use crate::case::{Case, Diffusion, Viscosity};
+use crate::config::KernelKind;
+use crate::V3;
+
+/// What the loop reads of a particle (i or j).
+#[derive(Debug, Clone, Copy)]
+pub struct PairParticle {
+    /// Velocity.
+    pub vel: V3,
+    /// Physical density.
+    pub rho: f32,
+    /// Pressure.
+    pub p: f32,
+    /// Mass.
+    pub m: f32,
+}
+
+/// What the loop accumulates for particle i.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Accum {
+    /// Acceleration without the body force.
+    pub acc: V3,
+    /// Rate of the physical density.
+    pub drho: f32,
+    /// Largest `h |v_ij . r_ij| / (r² + eta²)` over the pairs (time-step criterion).
+    pub visc_max: f32,
+}
+
+/// The compile-time selected formula set of a case: kernel K, viscosity V, diffusion D, and
+/// the dimension DIM (2 or 3).
+#[derive(Debug, Clone, Copy)]
+pub struct Physics<K, V, D, const DIM: usize> {
+    /// Kernel with its constants.
+    pub kernel: K,
+    /// Viscosity model.
+    pub visc: V,
+    /// Density diffusion model.
+    pub diff: D,
+    /// Smoothing length.
+    pub h: f32,
+    /// `(2h)²`: pairs at or beyond it do not interact.
+    pub support2: f32,
+    /// `eta² = 0.01 h²`.
+    pub eta2: f32,
+}
+
+impl<K: SmoothingKernel, V: ViscosityModel, D: DiffusionModel, const DIM: usize>
+    Physics<K, V, D, DIM>
+{
+    /// Geometry of a pair at separation r (within the support, r² > 0).
+    #[inline(always)]
+    pub fn geom(&self, r: V3, r2: f32, vi: V3, vj: V3) -> PairGeom {
+        let gw = r * self.kernel.f(r2.sqrt());
+        let v = vi - vj;
+        PairGeom {
+            r,
+            r2,
+            gw,
+            v,
+            vr: v.dot(r),
+        }
+    }
+
+    /// Fluid particle i, neighbour j (fluid or boundary): pressure gradient, viscosity,
+    /// continuity, and density diffusion between fluid particles only.
+    #[inline(always)]
+    pub fn fluid_pair(
+        &self,
+        r: V3,
+        r2: f32,
+        pi: &PairParticle,
+        pj: &PairParticle,
+        j_fluid: bool,
+        out: &mut Accum,
+    ) {
+        let g = self.geom(r, r2, pi.vel, pj.vel);
+        let p_term = (pi.p + pj.p) / (pi.rho * pj.rho);
+        out.acc -= g.gw * (pj.m * p_term);
+        out.acc += self.visc.acc(&g, pi.rho, pj.rho, pj.m);
+        out.drho += pj.m * g.v.dot(g.gw);
+        if D::ON && j_fluid {
+            out.drho += self.diff.rate(&g, pi.rho, pj.rho, pj.m / pj.rho);
+        }
+        out.visc_max = out.visc_max.max((self.h * g.vr / (r2 + self.eta2)).abs());
+    }
+
+    /// Boundary particle i (dynamic boundary), fluid neighbour j: continuity only.
+    #[inline(always)]
+    pub fn boundary_pair(
+        &self,
+        r: V3,
+        r2: f32,
+        pi: &PairParticle,
+        pj: &PairParticle,
+        out: &mut Accum,
+    ) {
+        let g = self.geom(r, r2, pi.vel, pj.vel);
+        out.drho += pj.m * g.v.dot(g.gw);
+    }
+}
+
+/// Something generic over the physics options, run once the case has picked them.
+pub trait WithPhysics {
+    /// What the call returns.
+    type Output;
+    /// Called with the monomorphised formula set.
+    fn call<K: SmoothingKernel, V: ViscosityModel, D: DiffusionModel, const DIM: usize>(
+        self,
+        p: Physics<K, V, D, DIM>,
+    ) -> Self::Output;
+}
+
+/// The one runtime match: build the case's [`Physics`] and hand it to `f`.
+pub fn dispatch<F: WithPhysics>(case: &Case, f: F) -> F::Output {
+    match case.kernel {
+        KernelKind::WendlandC2 => dispatch_k::<WendlandC2, F>(case, f),
+        KernelKind::CubicSpline => dispatch_k::<CubicSpline, F>(case, f),
+    }
+}
+
+fn dispatch_k<K: SmoothingKernel, F: WithPhysics>(case: &Case, f: F) -> F::Output {
+    let h = case.h as f32;
+    let eta2 = 0.01 * h * h;
+    match case.viscosity {
+        Viscosity::Artificial { alpha } => dispatch_v::<K, _, F>(
+            case,
+            Artificial {
+                alpha: alpha as f32,
+                h,
+                c0: case.c0 as f32,
+                eta2,
+            },
+            f,
+        ),
+        Viscosity::Laminar { nu } => dispatch_v::<K, _, F>(
+            case,
+            Laminar {
+                nu: nu as f32,
+                eta2,
+            },
+            f,
+        ),
+    }
+}
+
+fn dispatch_v<K: SmoothingKernel, V: ViscosityModel, F: WithPhysics>(
+    case: &Case,
+    visc: V,
+    f: F,
+) -> F::Output {
+    let h = case.h as f32;
+    let eta2 = 0.01 * h * h;
+    let dhc = |delta: f64| (delta * case.h * case.c0) as f32;
+    match case.diffusion {
+        Diffusion::None => dispatch_d::<K, V, _, F>(case, visc, NoDiffusion, f),
+        Diffusion::MolteniColagrossi { delta } => dispatch_d::<K, V, _, F>(
+            case,
+            visc,
+            MolteniColagrossi {
+                delta_h_c0: dhc(delta),
+                eta2,
+            },
+            f,
+        ),
+        Diffusion::Fourtakas { delta } => {
+            let d = Fourtakas {
+                delta_h_c0: dhc(delta),
+                eta2,
+                rho0: case.rho0 as f32,
+                g: V3::from_f64(case.body_force),
+                inv_b: (1.0 / case.tait_b) as f32,
+                inv_gamma: (1.0 / case.gamma) as f32,
+            };
+            dispatch_d::<K, V, _, F>(case, visc, d, f)
+        }
+    }
+}
+
+fn dispatch_d<K: SmoothingKernel, V: ViscosityModel, D: DiffusionModel, F: WithPhysics>(
+    case: &Case,
+    visc: V,
+    diff: D,
+    f: F,
+) -> F::Output {
+    let h = case.h as f32;
+    let kernel = K::new(case.h, case.dim);
+    let (support2, eta2) = (4.0 * h * h, 0.01 * h * h);
+    if case.dim == 2 {
+        f.call(Physics::<K, V, D, 2> {
+            kernel,
+            visc,
+            diff,
+            h,
+            support2,
+            eta2,
+        })
+    } else {
+        f.call(Physics::<K, V, D, 3> {
+            kernel,
+            visc,
+            diff,
+            h,
+            support2,
+            eta2,
+        })
+    }
+}

@@ -1,0 +1,43 @@
+//! The step plan: which stages a step runs, in which order, for each time scheme.
+
+use crate::backend::{ForceStats, Update};
+use crate::case::Case;
+use crate::config::Scheme;
+use crate::physics::dt::{dt_acoustic, dt_forces};
+
+/// A stage of the step plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// Force pass.
+    Forces,
+    /// Reduce the time step over every device from the last force pass.
+    ReduceDt,
+    /// Integrate.
+    Update(Update),
+}
+
+/// Stages of step number `step` (0-based).
+pub fn plan(case: &Case, step: u64) -> &'static [Stage] {
+    use Stage::*;
+    match case.scheme {
+        Scheme::Symplectic => &[
+            Forces,
+            ReduceDt,
+            Update(self::Update::Predictor),
+            Forces,
+            Update(self::Update::Corrector),
+        ],
+        Scheme::Verlet if (step + 1) % case.verlet_euler_every as u64 == 0 => {
+            &[Forces, ReduceDt, Update(self::Update::VerletEuler)]
+        }
+        Scheme::Verlet => &[Forces, ReduceDt, Update(self::Update::Verlet)],
+    }
+}
+
+/// The variable time step from the largest values of a force pass (already reduced over
+/// devices): `cfl * min(sqrt(h/a_max), h/(c0 + visc_max))`, then the case's fixed limits.
+pub fn time_step(case: &Case, s: &ForceStats) -> f64 {
+    let dt = case.cfl
+        * dt_forces(case.h, s.acc_max as f64).min(dt_acoustic(case.h, case.c0, s.visc_max as f64));
+    case.limit_dt(dt)
+}
