@@ -116,11 +116,7 @@ impl BufferSet {
     }
     /// Bytes per particle of the buffers in the set.
     pub fn bytes_per_particle(self) -> usize {
-        BufferId::ALL
-            .iter()
-            .filter(|b| self.contains(**b))
-            .map(|b| b.elem_bytes())
-            .sum()
+        BufferId::ALL.iter().filter(|b| self.contains(**b)).map(|b| b.elem_bytes()).sum()
     }
 }
 
@@ -137,10 +133,7 @@ mod tests {
         }
         let mut s = ParticleArrays::zeroed(3);
         a.permute_conserved(&[2, 0, 1], &mut s);
-        assert_eq!(
-            a.info.iter().map(|i| i[0]).collect::<Vec<_>>(),
-            vec![12, 10, 11]
-        );
+        assert_eq!(a.info.iter().map(|i| i[0]).collect::<Vec<_>>(), vec![12, 10, 11]);
         assert_eq!(a.press, vec![0.0, 1.0, 2.0]);
         assert!(BufferSet::all().bytes_per_particle() >= 100);
         assert!(BufferId::ALL.iter().all(|b| b.elem_bytes() != 12));

@@ -119,9 +119,7 @@ impl Gauge {
     /// Column name.
     pub fn name(&self) -> &str {
         match self {
-            Gauge::Pressure { name, .. }
-            | Gauge::WaterHeight { name, .. }
-            | Gauge::Front { name, .. } => name,
+            Gauge::Pressure { name, .. } | Gauge::WaterHeight { name, .. } | Gauge::Front { name, .. } => name,
         }
     }
 }
@@ -209,23 +207,14 @@ struct Checker<'a> {
 
 impl Checker<'_> {
     fn err(&self, field: impl Into<String>, message: impl Into<String>) -> CaseError {
-        CaseError {
-            file: self.file.to_string(),
-            field: field.into(),
-            message: message.into(),
-        }
+        CaseError { file: self.file.to_string(), field: field.into(), message: message.into() }
     }
 
     fn vec(&self, field: &str, v: &[f64], len: usize) -> Result<[f64; 3], CaseError> {
         if v.len() != len {
-            return Err(self.err(
-                field,
-                format!(
-                    "expected {len} numbers (the case is {}D), found {}",
-                    self.dim,
-                    v.len()
-                ),
-            ));
+            return Err(
+                self.err(field, format!("expected {len} numbers (the case is {}D), found {}", self.dim, v.len()))
+            );
         }
         if let Some(x) = v.iter().find(|x| !x.is_finite()) {
             return Err(self.err(field, format!("{x} is not a finite number")));
@@ -253,19 +242,13 @@ impl Checker<'_> {
             if ext <= 0.0 {
                 return Err(self.err(
                     format!("{field}.max"),
-                    format!(
-                        "must be above min along {}, found max {} <= min {}",
-                        AXES[a], b.max[a], b.min[a]
-                    ),
+                    format!("must be above min along {}, found max {} <= min {}", AXES[a], b.max[a], b.min[a]),
                 ));
             }
             if ext < dp * (1.0 - 1e-9) {
                 return Err(self.err(
                     field,
-                    format!(
-                        "the box is {ext} m along {}, smaller than dp = {dp}: no particle fits",
-                        AXES[a]
-                    ),
+                    format!("the box is {ext} m along {}, smaller than dp = {dp}: no particle fits", AXES[a]),
                 ));
             }
         }
@@ -279,20 +262,13 @@ impl Case {
     /// Load, override and check a case file.
     pub fn from_file(path: &Path, overrides: &[String]) -> Result<Case, CaseError> {
         let raw = load_case_file(path, overrides)?;
-        let stem = path
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "case".into());
+        let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "case".into());
         Case::from_raw(raw, &path.display().to_string(), &stem)
     }
 
     /// Parse and check case text (tests, `--set` experiments).
     pub fn from_str(text: &str, overrides: &[String]) -> Result<Case, CaseError> {
-        Case::from_raw(
-            parse_case_file(text, "<string>", overrides)?,
-            "<string>",
-            "case",
-        )
+        Case::from_raw(parse_case_file(text, "<string>", overrides)?, "<string>", "case")
     }
 
     /// Check a parsed case file.
@@ -301,49 +277,30 @@ impl Case {
         let dim = match (&f.domain, f.fluid.first()) {
             (Some(d), _) => d.min.len(),
             (None, Some(b)) => b.min.len(),
-            (None, None) => {
-                return Err(pre.err(
-                    "fluid",
-                    "nothing to simulate: the case has no [[fluid]] box",
-                ))
-            }
+            (None, None) => return Err(pre.err("fluid", "nothing to simulate: the case has no [[fluid]] box")),
         };
         if dim != 2 && dim != 3 {
-            let field = if f.domain.is_some() {
-                "domain.min"
-            } else {
-                "fluid[0].min"
-            };
-            return Err(pre.err(
-                field,
-                format!("expected 2 or 3 numbers (this sets the dimension), found {dim}"),
-            ));
+            let field = if f.domain.is_some() { "domain.min" } else { "fluid[0].min" };
+            return Err(pre.err(field, format!("expected 2 or 3 numbers (this sets the dimension), found {dim}")));
         }
         let c = Checker { file, dim };
         let name = f.name.clone().unwrap_or_else(|| default_name.to_string());
-        if name.is_empty()
-            || !name
-                .chars()
-                .all(|ch| ch.is_ascii_alphanumeric() || "_-.".contains(ch))
-        {
-            return Err(c.err("name", format!("`{name}` must be non-empty letters, digits, `_`, `-` or `.` (it names output files)")));
+        if name.is_empty() || !name.chars().all(|ch| ch.is_ascii_alphanumeric() || "_-.".contains(ch)) {
+            return Err(c.err(
+                "name",
+                format!("`{name}` must be non-empty letters, digits, `_`, `-` or `.` (it names output files)"),
+            ));
         }
         let dp = c.positive("dp", f.dp)?;
         let h_over_dp = c.positive("h_over_dp", f.h_over_dp)?;
         if !(1.0..=4.0).contains(&h_over_dp) {
-            return Err(c.err(
-                "h_over_dp",
-                format!("expected a value between 1 and 4, found {h_over_dp}"),
-            ));
+            return Err(c.err("h_over_dp", format!("expected a value between 1 and 4, found {h_over_dp}")));
         }
         let h = h_over_dp * dp;
 
         // Geometry.
         if f.fluid.is_empty() {
-            return Err(c.err(
-                "fluid",
-                "nothing to simulate: the case has no [[fluid]] box",
-            ));
+            return Err(c.err("fluid", "nothing to simulate: the case has no [[fluid]] box"));
         }
         let fluid = f
             .fluid
@@ -361,10 +318,8 @@ impl Case {
                 None => (0..dim).for_each(|a| faces[a] = [true, true]),
                 Some(list) => {
                     for s in list {
-                        let pos = ["x-", "x+", "y-", "y+", "z-", "z+"]
-                            .iter()
-                            .position(|n| n == s)
-                            .filter(|p| p / 2 < dim);
+                        let pos =
+                            ["x-", "x+", "y-", "y+", "z-", "z+"].iter().position(|n| n == s).filter(|p| p / 2 < dim);
                         let p = pos.ok_or_else(|| {
                             c.err(
                                 format!("{field}.faces"),
@@ -377,10 +332,7 @@ impl Case {
                         faces[p / 2][p % 2] = true;
                     }
                     if list.is_empty() {
-                        return Err(c.err(
-                            format!("{field}.faces"),
-                            "empty list: name at least one face",
-                        ));
+                        return Err(c.err(format!("{field}.faces"), "empty list: name at least one face"));
                     }
                 }
             }
@@ -392,12 +344,7 @@ impl Case {
                 Some(v) => c.vec(&format!("{field}.velocity"), v, dim)?,
                 None => [0.0; 3],
             };
-            walls.push(Wall {
-                inner,
-                faces,
-                layers,
-                velocity,
-            });
+            walls.push(Wall { inner, faces, layers, velocity });
         }
         let obstacles = f
             .obstacle
@@ -413,15 +360,15 @@ impl Case {
             }
             for (j, o) in obstacles.iter().enumerate() {
                 if fb.overlaps(o, dim) {
-                    return Err(c.err(format!("fluid[{i}]"), format!("the fluid box overlaps obstacle[{j}]; split the fluid into boxes around it")));
+                    return Err(c.err(
+                        format!("fluid[{i}]"),
+                        format!("the fluid box overlaps obstacle[{j}]; split the fluid into boxes around it"),
+                    ));
                 }
             }
             for (j, o) in fluid.iter().enumerate().skip(i + 1) {
                 if fb.overlaps(o, dim) {
-                    return Err(c.err(
-                        format!("fluid[{j}]"),
-                        format!("the fluid box overlaps fluid[{i}]"),
-                    ));
+                    return Err(c.err(format!("fluid[{j}]"), format!("the fluid box overlaps fluid[{i}]")));
                 }
             }
         }
@@ -429,22 +376,20 @@ impl Case {
         // Physics.
         let ph = &f.physics;
         let rho0 = c.positive("physics.rho0", ph.rho0)?;
-        let body_force = if ph.body_force.is_empty() {
-            [0.0; 3]
-        } else {
-            c.vec("physics.body_force", &ph.body_force, dim)?
-        };
+        let body_force =
+            if ph.body_force.is_empty() { [0.0; 3] } else { c.vec("physics.body_force", &ph.body_force, dim)? };
         let gamma = c.positive("physics.eos.gamma", ph.eos.gamma)?;
         let g_mag = body_force.iter().map(|x| x * x).sum::<f64>().sqrt();
         let c0 = match (ph.eos.c0, ph.eos.c0_coef) {
-            (Some(_), Some(_)) => {
-                return Err(c.err("physics.eos", "give either c0 or c0_coef, not both"))
-            }
+            (Some(_), Some(_)) => return Err(c.err("physics.eos", "give either c0 or c0_coef, not both")),
             (Some(c0), None) => c.positive("physics.eos.c0", c0)?,
             (None, coef) => {
                 let coef = c.positive("physics.eos.c0_coef", coef.unwrap_or(10.0))?;
                 if g_mag == 0.0 {
-                    return Err(c.err("physics.eos.c0", "without a body force the speed of sound cannot follow from c0_coef: give c0"));
+                    return Err(c.err(
+                        "physics.eos.c0",
+                        "without a body force the speed of sound cannot follow from c0_coef: give c0",
+                    ));
                 }
                 let up: Vec<f64> = body_force.iter().map(|x| -x / g_mag).collect();
                 let height = |p: [f64; 3]| (0..3).map(|a| p[a] * up[a]).sum::<f64>();
@@ -457,9 +402,8 @@ impl Case {
                         ]
                     })
                 });
-                let (lo, hi) = corners.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), p| {
-                    (lo.min(height(p)), hi.max(height(p)))
-                });
+                let (lo, hi) = corners
+                    .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), p| (lo.min(height(p)), hi.max(height(p))));
                 coef * (g_mag * (hi - lo)).sqrt()
             }
         };
@@ -471,34 +415,22 @@ impl Case {
             ));
         }
         let viscosity = match ph.viscosity {
-            ViscositySpec::Artificial { alpha } if alpha.is_finite() && alpha >= 0.0 => {
-                Viscosity::Artificial { alpha }
-            }
+            ViscositySpec::Artificial { alpha } if alpha.is_finite() && alpha >= 0.0 => Viscosity::Artificial { alpha },
             ViscositySpec::Artificial { alpha } => {
-                return Err(c.err(
-                    "physics.viscosity.alpha",
-                    format!("expected a number >= 0, found {alpha}"),
-                ))
+                return Err(c.err("physics.viscosity.alpha", format!("expected a number >= 0, found {alpha}")))
             }
-            ViscositySpec::Laminar { nu } => Viscosity::Laminar {
-                nu: c.positive("physics.viscosity.nu", nu)?,
-            },
+            ViscositySpec::Laminar { nu } => Viscosity::Laminar { nu: c.positive("physics.viscosity.nu", nu)? },
         };
         let delta = |d: f64| {
             if d.is_finite() && (0.0..=1.0).contains(&d) {
                 Ok(d)
             } else {
-                Err(c.err(
-                    "physics.density_diffusion.delta",
-                    format!("expected a number between 0 and 1, found {d}"),
-                ))
+                Err(c.err("physics.density_diffusion.delta", format!("expected a number between 0 and 1, found {d}")))
             }
         };
         let diffusion = match ph.density_diffusion {
             DiffusionSpec::None => Diffusion::None,
-            DiffusionSpec::MolteniColagrossi { delta: d } => {
-                Diffusion::MolteniColagrossi { delta: delta(d)? }
-            }
+            DiffusionSpec::MolteniColagrossi { delta: d } => Diffusion::MolteniColagrossi { delta: delta(d)? },
             DiffusionSpec::Fourtakas { delta: d } => Diffusion::Fourtakas { delta: delta(d)? },
         };
 
@@ -507,10 +439,7 @@ impl Case {
         let end_time = c.positive("time.end", t.end)?;
         let cfl = c.positive("time.cfl", t.cfl)?;
         if cfl > 1.0 {
-            return Err(c.err(
-                "time.cfl",
-                format!("expected a value in (0, 1], found {cfl}"),
-            ));
+            return Err(c.err("time.cfl", format!("expected a value in (0, 1], found {cfl}")));
         }
         if t.verlet_euler_every == 0 {
             return Err(c.err("time.verlet_euler_every", "expected at least 1"));
@@ -530,35 +459,25 @@ impl Case {
         let mut formats = f.output.formats.clone();
         formats.dedup();
         if formats.is_empty() {
-            return Err(c.err(
-                "output.formats",
-                "expected at least one of \"vtu\", \"csv\"",
-            ));
+            return Err(c.err("output.formats", "expected at least one of \"vtu\", \"csv\""));
         }
 
         // Domain.
-        let geometry_box = fluid
-            .iter()
-            .copied()
-            .chain(walls.iter().map(|w| w.outer(dp)))
-            .chain(obstacles.iter().copied())
-            .fold(fluid[0], |acc, b| Aabb {
-                min: std::array::from_fn(|a| acc.min[a].min(b.min[a])),
-                max: std::array::from_fn(|a| acc.max[a].max(b.max[a])),
-            });
+        let geometry_box =
+            fluid.iter().copied().chain(walls.iter().map(|w| w.outer(dp))).chain(obstacles.iter().copied()).fold(
+                fluid[0],
+                |acc, b| Aabb {
+                    min: std::array::from_fn(|a| acc.min[a].min(b.min[a])),
+                    max: std::array::from_fn(|a| acc.max[a].max(b.max[a])),
+                },
+            );
         let mut periodic = [false; 3];
         let domain = match &f.domain {
             Some(d) => {
-                let b = Aabb {
-                    min: c.vec("domain.min", &d.min, dim)?,
-                    max: c.vec("domain.max", &d.max, dim)?,
-                };
+                let b = Aabb { min: c.vec("domain.min", &d.min, dim)?, max: c.vec("domain.max", &d.max, dim)? };
                 for a in 0..dim {
                     if b.max[a] <= b.min[a] {
-                        return Err(c.err(
-                            "domain.max",
-                            format!("must be above domain.min along {}", AXES[a]),
-                        ));
+                        return Err(c.err("domain.max", format!("must be above domain.min along {}", AXES[a])));
                     }
                 }
                 for ax in &d.periodic {
@@ -574,27 +493,21 @@ impl Case {
                     let a = (0..dim)
                         .find(|&a| geometry_box.min[a] < b.min[a] || geometry_box.max[a] > b.max[a])
                         .unwrap_or(0);
-                    return Err(c.err("domain", format!("the geometry spans {} to {} along {} (wall layers included), outside the domain {} to {}", geometry_box.min[a], geometry_box.max[a], AXES[a], b.min[a], b.max[a])));
+                    return Err(c.err(
+                        "domain",
+                        format!(
+                            "the geometry spans {} to {} along {} (wall layers included), outside the domain {} to {}",
+                            geometry_box.min[a], geometry_box.max[a], AXES[a], b.min[a], b.max[a]
+                        ),
+                    ));
                 }
                 b
             }
             None => {
                 let pad = 2.0 * h;
                 Aabb {
-                    min: std::array::from_fn(|a| {
-                        if a < dim {
-                            geometry_box.min[a] - pad
-                        } else {
-                            0.0
-                        }
-                    }),
-                    max: std::array::from_fn(|a| {
-                        if a < dim {
-                            geometry_box.max[a] + pad
-                        } else {
-                            0.0
-                        }
-                    }),
+                    min: std::array::from_fn(|a| if a < dim { geometry_box.min[a] - pad } else { 0.0 }),
+                    max: std::array::from_fn(|a| if a < dim { geometry_box.max[a] + pad } else { 0.0 }),
                 }
             }
         };
@@ -611,35 +524,23 @@ impl Case {
                 ));
             }
             if gauges.iter().any(|o: &Gauge| o.name() == n) {
-                return Err(c.err(
-                    format!("{field}.name"),
-                    format!("another gauge is already named `{n}`"),
-                ));
+                return Err(c.err(format!("{field}.name"), format!("another gauge is already named `{n}`")));
             }
             gauges.push(match g {
-                GaugeSpec::Pressure { name, point } => Gauge::Pressure {
-                    name: name.clone(),
-                    point: c.vec(&format!("{field}.point"), point, dim)?,
-                },
-                GaugeSpec::WaterHeight { name, at } => Gauge::WaterHeight {
-                    name: name.clone(),
-                    at: c.vec(&format!("{field}.at"), at, dim - 1)?,
-                },
+                GaugeSpec::Pressure { name, point } => {
+                    Gauge::Pressure { name: name.clone(), point: c.vec(&format!("{field}.point"), point, dim)? }
+                }
+                GaugeSpec::WaterHeight { name, at } => {
+                    Gauge::WaterHeight { name: name.clone(), at: c.vec(&format!("{field}.at"), at, dim - 1)? }
+                }
                 GaugeSpec::Front { name, axis, below } => {
                     if axis.index() >= dim {
                         return Err(c.err(
                             format!("{field}.axis"),
-                            format!(
-                                "axis {} does not exist in a {dim}D case",
-                                AXES[axis.index()]
-                            ),
+                            format!("axis {} does not exist in a {dim}D case", AXES[axis.index()]),
                         ));
                     }
-                    Gauge::Front {
-                        name: name.clone(),
-                        axis: axis.index(),
-                        below: below.unwrap_or(f64::INFINITY),
-                    }
+                    Gauge::Front { name: name.clone(), axis: axis.index(), below: below.unwrap_or(f64::INFINITY) }
                 }
             });
         }
@@ -651,10 +552,7 @@ impl Case {
             }
             Some(InitialVelocity::TaylorGreen { u0 }) => {
                 if dim != 2 || !(periodic[0] && periodic[1]) {
-                    return Err(c.err(
-                        "initial_velocity",
-                        "taylor_green needs a 2D case periodic in x and y",
-                    ));
+                    return Err(c.err("initial_velocity", "taylor_green needs a 2D case periodic in x and y"));
                 }
                 Initial::TaylorGreen { u0: *u0 }
             }

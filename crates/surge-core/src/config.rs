@@ -192,12 +192,7 @@ pub struct EosSpec {
 
 impl Default for EosSpec {
     fn default() -> Self {
-        Self {
-            gamma: default_gamma(),
-            c0: None,
-            c0_coef: None,
-            background_pressure: 0.0,
-        }
+        Self { gamma: default_gamma(), c0: None, c0_coef: None, background_pressure: 0.0 }
     }
 }
 
@@ -302,11 +297,7 @@ pub struct OutputSpec {
 
 impl Default for OutputSpec {
     fn default() -> Self {
-        Self {
-            interval: None,
-            gauge_interval: None,
-            formats: default_formats(),
-        }
+        Self { interval: None, gauge_interval: None, formats: default_formats() }
     }
 }
 
@@ -384,9 +375,9 @@ impl GaugeSpec {
     /// The column name.
     pub fn name(&self) -> &str {
         match self {
-            GaugeSpec::Pressure { name, .. }
-            | GaugeSpec::WaterHeight { name, .. }
-            | GaugeSpec::Front { name, .. } => name,
+            GaugeSpec::Pressure { name, .. } | GaugeSpec::WaterHeight { name, .. } | GaugeSpec::Front { name, .. } => {
+                name
+            }
         }
     }
 }
@@ -410,21 +401,10 @@ pub enum InitialVelocity {
 }
 
 /// Parse a case from TOML text, applying `key.path=value` overrides first.
-pub fn parse_case_file(
-    text: &str,
-    file: &str,
-    overrides: &[String],
-) -> Result<CaseFile, CaseError> {
-    let err = |field: &str, message: String| CaseError {
-        file: file.to_string(),
-        field: field.to_string(),
-        message,
-    };
+pub fn parse_case_file(text: &str, file: &str, overrides: &[String]) -> Result<CaseFile, CaseError> {
+    let err = |field: &str, message: String| CaseError { file: file.to_string(), field: field.to_string(), message };
     let mut table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
-        err(
-            "",
-            format!("not valid TOML: {}", e.message().trim()) + &line_of(text, e.span()),
-        )
+        err("", format!("not valid TOML: {}", e.message().trim()) + &line_of(text, e.span()))
     })?;
     for o in overrides {
         apply_override(&mut table, o).map_err(|m| CaseError {
@@ -443,10 +423,7 @@ pub fn parse_case_file(
 
 fn line_of(text: &str, span: Option<std::ops::Range<usize>>) -> String {
     match span {
-        Some(s) => format!(
-            " (line {})",
-            text[..s.start.min(text.len())].matches('\n').count() + 1
-        ),
+        Some(s) => format!(" (line {})", text[..s.start.min(text.len())].matches('\n').count() + 1),
         None => String::new(),
     }
 }
@@ -455,9 +432,7 @@ fn line_of(text: &str, span: Option<std::ops::Range<usize>>) -> String {
 /// string when it is not one (so `--set name=run2` works). Numeric segments index arrays
 /// (`gauge.0.point=[1,2]`).
 pub fn apply_override(table: &mut toml::Table, assignment: &str) -> Result<(), String> {
-    let (path, raw) = assignment
-        .split_once('=')
-        .ok_or("expected KEY.PATH=VALUE")?;
+    let (path, raw) = assignment.split_once('=').ok_or("expected KEY.PATH=VALUE")?;
     let path: Vec<&str> = path.trim().split('.').collect();
     if path.iter().any(|p| p.is_empty()) {
         return Err("empty key in the path".into());
@@ -482,16 +457,11 @@ fn set_path(node: &mut toml::Value, path: &[&str], value: toml::Value) -> Result
             t.insert(seg.to_string(), value);
             return Ok(());
         }
-        toml::Value::Table(t) => t
-            .entry(seg.to_string())
-            .or_insert_with(|| toml::Value::Table(toml::Table::new())),
+        toml::Value::Table(t) => t.entry(seg.to_string()).or_insert_with(|| toml::Value::Table(toml::Table::new())),
         toml::Value::Array(a) => {
-            let idx: usize = seg
-                .parse()
-                .map_err(|_| format!("`{seg}`: a list is indexed by a number"))?;
+            let idx: usize = seg.parse().map_err(|_| format!("`{seg}`: a list is indexed by a number"))?;
             let len = a.len();
-            a.get_mut(idx)
-                .ok_or(format!("index {idx} is past the end of a list of {len}"))?
+            a.get_mut(idx).ok_or(format!("index {idx} is past the end of a list of {len}"))?
         }
         _ => return Err(format!("`{seg}`: its parent is a value, not a table")),
     };

@@ -53,9 +53,7 @@ pub fn evaluate(case: &Case, src: &dyn Interpolate, out: &mut Vec<f64>) {
                 }
                 height
             }
-            Gauge::Front { axis, below, .. } => src
-                .fluid_front(*axis, *below)
-                .unwrap_or(case.domain.min[*axis]),
+            Gauge::Front { axis, below, .. } => src.fluid_front(*axis, *below).unwrap_or(case.domain.min[*axis]),
         });
     }
 }

@@ -46,11 +46,7 @@ fn lattice(min: f64, max: f64, dp: f64) -> impl Iterator<Item = f64> {
 }
 
 fn for_each_point(b: &Aabb, dim: usize, dp: f64, mut f: impl FnMut([f64; 3])) {
-    let zs: Vec<f64> = if dim == 3 {
-        lattice(b.min[2], b.max[2], dp).collect()
-    } else {
-        vec![0.0]
-    };
+    let zs: Vec<f64> = if dim == 3 { lattice(b.min[2], b.max[2], dp).collect() } else { vec![0.0] };
     let ys: Vec<f64> = lattice(b.min[1], b.max[1], dp).collect();
     for &z in &zs {
         for &y in &ys {
@@ -82,11 +78,7 @@ pub fn fill(case: &Case) -> Filled {
                 }
                 let mut v: Vec<(f64, bool)> = Vec::new();
                 if w.faces[a][0] {
-                    v.extend(
-                        (0..w.layers)
-                            .rev()
-                            .map(|k| (w.inner.min[a] - (k as f64 + 0.5) * dp, true)),
-                    );
+                    v.extend((0..w.layers).rev().map(|k| (w.inner.min[a] - (k as f64 + 0.5) * dp, true)));
                 }
                 v.extend(lattice(w.inner.min[a], w.inner.max[a], dp).map(|x| (x, false)));
                 if w.faces[a][1] {
@@ -119,17 +111,10 @@ fn initial_state(case: &Case, x: [f64; 3]) -> ([f64; 3], f32) {
             let l = case.domain.max[0] - case.domain.min[0];
             let k = 2.0 * PI / l;
             let (px, py) = (x[0] - case.domain.min[0], x[1] - case.domain.min[1]);
-            let v = [
-                -u0 * (k * px).cos() * (k * py).sin(),
-                u0 * (k * px).sin() * (k * py).cos(),
-                0.0,
-            ];
+            let v = [-u0 * (k * px).cos() * (k * py).sin(), u0 * (k * px).sin() * (k * py).cos(), 0.0];
             let p = -case.rho0 * u0 * u0 / 4.0 * ((2.0 * k * px).cos() + (2.0 * k * py).cos());
             let pb = case.background_pressure as f32;
-            (
-                v,
-                tait_density(p as f32 + pb, case.tait_b as f32, case.gamma as f32, pb),
-            )
+            (v, tait_density(p as f32 + pb, case.tait_b as f32, case.gamma as f32, pb))
         }
     }
 }

@@ -54,10 +54,7 @@ impl Grid {
             } else {
                 let k = (len / min_cell).ceil().max(1.0);
                 if k > i32::MAX as f64 / 4.0 {
-                    return Err(format!(
-                        "the domain has {k} cells along {}: too many",
-                        ["x", "y", "z"][a]
-                    ));
+                    return Err(format!("the domain has {k} cells along {}: too many", ["x", "y", "z"][a]));
                 }
                 n[a] = k as i32;
             }
@@ -71,19 +68,8 @@ impl Grid {
                 k += 1;
             }
         }
-        let skin = (0..case.dim)
-            .map(|a| cell[a] - support)
-            .fold(f64::INFINITY, f64::min);
-        Ok(Grid {
-            origin: case.domain.min,
-            cell,
-            n,
-            periodic: case.periodic,
-            order,
-            dim: case.dim,
-            support,
-            skin,
-        })
+        let skin = (0..case.dim).map(|a| cell[a] - support).fold(f64::INFINITY, f64::min);
+        Ok(Grid { origin: case.domain.min, cell, n, periodic: case.periodic, order, dim: case.dim, support, skin })
     }
 
     /// Number of cells.

@@ -20,13 +20,9 @@ pub enum Stage {
 pub fn plan(case: &Case, step: u64) -> &'static [Stage] {
     use Stage::*;
     match case.scheme {
-        Scheme::Symplectic => &[
-            Forces,
-            ReduceDt,
-            Update(self::Update::Predictor),
-            Forces,
-            Update(self::Update::Corrector),
-        ],
+        Scheme::Symplectic => {
+            &[Forces, ReduceDt, Update(self::Update::Predictor), Forces, Update(self::Update::Corrector)]
+        }
         Scheme::Verlet if (step + 1) % case.verlet_euler_every as u64 == 0 => {
             &[Forces, ReduceDt, Update(self::Update::VerletEuler)]
         }
@@ -37,7 +33,6 @@ pub fn plan(case: &Case, step: u64) -> &'static [Stage] {
 /// The variable time step from the largest values of a force pass (already reduced over
 /// devices): `cfl * min(sqrt(h/a_max), h/(c0 + visc_max))`, then the case's fixed limits.
 pub fn time_step(case: &Case, s: &ForceStats) -> f64 {
-    let dt = case.cfl
-        * dt_forces(case.h, s.acc_max as f64).min(dt_acoustic(case.h, case.c0, s.visc_max as f64));
+    let dt = case.cfl * dt_forces(case.h, s.acc_max as f64).min(dt_acoustic(case.h, case.c0, s.visc_max as f64));
     case.limit_dt(dt)
 }

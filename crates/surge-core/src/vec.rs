@@ -17,11 +17,7 @@ pub struct V3 {
 
 impl V3 {
     /// The zero vector.
-    pub const ZERO: V3 = V3 {
-        x: 0.0,
-        y: 0.0,
-        z: 0.0,
-    };
+    pub const ZERO: V3 = V3 { x: 0.0, y: 0.0, z: 0.0 };
     /// From components.
     #[inline(always)]
     pub const fn new(x: f32, y: f32, z: f32) -> Self {
@@ -30,11 +26,7 @@ impl V3 {
     /// From the first three lanes of a 16-byte value.
     #[inline(always)]
     pub fn from4(a: [f32; 4]) -> Self {
-        Self {
-            x: a[0],
-            y: a[1],
-            z: a[2],
-        }
+        Self { x: a[0], y: a[1], z: a[2] }
     }
     /// Back to a 16-byte value with `w` in the last lane.
     #[inline(always)]

@@ -27,16 +27,8 @@ pub struct WendlandC2 {
 impl SmoothingKernel for WendlandC2 {
     const NAME: &'static str = "wendland_c2";
     fn new(h: f64, dim: usize) -> Self {
-        let a = if dim == 2 {
-            7.0 / (4.0 * PI * h * h)
-        } else {
-            21.0 / (16.0 * PI * h * h * h)
-        };
-        Self {
-            inv_h: (1.0 / h) as f32,
-            a_w: a as f32,
-            a_f: (-5.0 * a / (h * h)) as f32,
-        }
+        let a = if dim == 2 { 7.0 / (4.0 * PI * h * h) } else { 21.0 / (16.0 * PI * h * h * h) };
+        Self { inv_h: (1.0 / h) as f32, a_w: a as f32, a_f: (-5.0 * a / (h * h)) as f32 }
     }
     #[inline(always)]
     fn w(&self, r: f32) -> f32 {
@@ -82,16 +74,8 @@ pub struct CubicSpline {
 impl SmoothingKernel for CubicSpline {
     const NAME: &'static str = "cubic_spline";
     fn new(h: f64, dim: usize) -> Self {
-        let a = if dim == 2 {
-            10.0 / (7.0 * PI * h * h)
-        } else {
-            1.0 / (PI * h * h * h)
-        };
-        Self {
-            inv_h: (1.0 / h) as f32,
-            a_w: a as f32,
-            a_f: (a / (h * h)) as f32,
-        }
+        let a = if dim == 2 { 10.0 / (7.0 * PI * h * h) } else { 1.0 / (PI * h * h * h) };
+        Self { inv_h: (1.0 / h) as f32, a_w: a as f32, a_f: (a / (h * h)) as f32 }
     }
     #[inline(always)]
     fn w(&self, r: f32) -> f32 {
@@ -161,15 +145,9 @@ mod tests {
         for dim in [2, 3] {
             let tol = 1e-4;
             let w = integral::<WendlandC2>(dim);
-            assert!(
-                (w - 1.0).abs() < tol,
-                "Wendland C2 {dim}D integrates to {w}"
-            );
+            assert!((w - 1.0).abs() < tol, "Wendland C2 {dim}D integrates to {w}");
             let c = integral::<CubicSpline>(dim);
-            assert!(
-                (c - 1.0).abs() < tol,
-                "cubic spline {dim}D integrates to {c}"
-            );
+            assert!((c - 1.0).abs() < tol, "cubic spline {dim}D integrates to {c}");
         }
     }
 
@@ -183,11 +161,7 @@ mod tests {
             let dw = (k.w((r + eps) as f32) as f64 - k.w((r - eps) as f32) as f64) / (2.0 * eps);
             let f = k.f(r as f32) as f64 * r;
             let scale = (k.w(0.0) as f64) / h;
-            assert!(
-                (dw - f).abs() < 2e-3 * scale,
-                "{} {dim}D r={r}: dW/dr={dw}, f*r={f}",
-                K::NAME
-            );
+            assert!((dw - f).abs() < 2e-3 * scale, "{} {dim}D r={r}: dW/dr={dw}, f*r={f}", K::NAME);
         }
     }
 

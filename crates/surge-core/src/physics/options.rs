@@ -46,17 +46,7 @@ impl ViscosityModel for Artificial {
     const NAME: &'static str = "artificial";
     #[inline(always)]
     fn acc(&self, g: &PairGeom, rho_i: f32, rho_j: f32, m_j: f32) -> V3 {
-        monaghan_artificial(
-            self.alpha,
-            self.h,
-            self.c0,
-            0.5 * (rho_i + rho_j),
-            m_j,
-            g.vr,
-            g.r2,
-            self.eta2,
-            g.gw,
-        )
+        monaghan_artificial(self.alpha, self.h, self.c0, 0.5 * (rho_i + rho_j), m_j, g.vr, g.r2, self.eta2, g.gw)
     }
 }
 
@@ -114,16 +104,7 @@ impl DiffusionModel for MolteniColagrossi {
     const ON: bool = true;
     #[inline(always)]
     fn rate(&self, g: &PairGeom, rho_i: f32, rho_j: f32, vol_j: f32) -> f32 {
-        molteni_colagrossi(
-            self.delta_h_c0,
-            rho_i,
-            rho_j,
-            g.r,
-            g.r2,
-            self.eta2,
-            g.gw,
-            vol_j,
-        )
+        molteni_colagrossi(self.delta_h_c0, rho_i, rho_j, g.r, g.r2, self.eta2, g.gw, vol_j)
     }
 }
 

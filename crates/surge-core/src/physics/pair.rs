@@ -49,35 +49,19 @@ pub struct Physics<K, V, D, const DIM: usize> {
     pub eta2: f32,
 }
 
-impl<K: SmoothingKernel, V: ViscosityModel, D: DiffusionModel, const DIM: usize>
-    Physics<K, V, D, DIM>
-{
+impl<K: SmoothingKernel, V: ViscosityModel, D: DiffusionModel, const DIM: usize> Physics<K, V, D, DIM> {
     /// Geometry of a pair at separation r (within the support, r² > 0).
     #[inline(always)]
     pub fn geom(&self, r: V3, r2: f32, vi: V3, vj: V3) -> PairGeom {
         let gw = r * self.kernel.f(r2.sqrt());
         let v = vi - vj;
-        PairGeom {
-            r,
-            r2,
-            gw,
-            v,
-            vr: v.dot(r),
-        }
+        PairGeom { r, r2, gw, v, vr: v.dot(r) }
     }
 
     /// Fluid particle i, neighbour j (fluid or boundary): pressure gradient, viscosity,
     /// continuity, and density diffusion between fluid particles only.
     #[inline(always)]
-    pub fn fluid_pair(
-        &self,
-        r: V3,
-        r2: f32,
-        pi: &PairParticle,
-        pj: &PairParticle,
-        j_fluid: bool,
-        out: &mut Accum,
-    ) {
+    pub fn fluid_pair(&self, r: V3, r2: f32, pi: &PairParticle, pj: &PairParticle, j_fluid: bool, out: &mut Accum) {
         let g = self.geom(r, r2, pi.vel, pj.vel);
         let p_term = (pi.p + pj.p) / (pi.rho * pj.rho);
         out.acc -= g.gw * (pj.m * p_term);
@@ -91,14 +75,7 @@ impl<K: SmoothingKernel, V: ViscosityModel, D: DiffusionModel, const DIM: usize>
 
     /// Boundary particle i (dynamic boundary), fluid neighbour j: continuity only.
     #[inline(always)]
-    pub fn boundary_pair(
-        &self,
-        r: V3,
-        r2: f32,
-        pi: &PairParticle,
-        pj: &PairParticle,
-        out: &mut Accum,
-    ) {
+    pub fn boundary_pair(&self, r: V3, r2: f32, pi: &PairParticle, pj: &PairParticle, out: &mut Accum) {
         let g = self.geom(r, r2, pi.vel, pj.vel);
         out.drho += pj.m * g.v.dot(g.gw);
     }
@@ -127,46 +104,22 @@ fn dispatch_k<K: SmoothingKernel, F: WithPhysics>(case: &Case, f: F) -> F::Outpu
     let h = case.h as f32;
     let eta2 = 0.01 * h * h;
     match case.viscosity {
-        Viscosity::Artificial { alpha } => dispatch_v::<K, _, F>(
-            case,
-            Artificial {
-                alpha: alpha as f32,
-                h,
-                c0: case.c0 as f32,
-                eta2,
-            },
-            f,
-        ),
-        Viscosity::Laminar { nu } => dispatch_v::<K, _, F>(
-            case,
-            Laminar {
-                nu: nu as f32,
-                eta2,
-            },
-            f,
-        ),
+        Viscosity::Artificial { alpha } => {
+            dispatch_v::<K, _, F>(case, Artificial { alpha: alpha as f32, h, c0: case.c0 as f32, eta2 }, f)
+        }
+        Viscosity::Laminar { nu } => dispatch_v::<K, _, F>(case, Laminar { nu: nu as f32, eta2 }, f),
     }
 }
 
-fn dispatch_v<K: SmoothingKernel, V: ViscosityModel, F: WithPhysics>(
-    case: &Case,
-    visc: V,
-    f: F,
-) -> F::Output {
+fn dispatch_v<K: SmoothingKernel, V: ViscosityModel, F: WithPhysics>(case: &Case, visc: V, f: F) -> F::Output {
     let h = case.h as f32;
     let eta2 = 0.01 * h * h;
     let dhc = |delta: f64| (delta * case.h * case.c0) as f32;
     match case.diffusion {
         Diffusion::None => dispatch_d::<K, V, _, F>(case, visc, NoDiffusion, f),
-        Diffusion::MolteniColagrossi { delta } => dispatch_d::<K, V, _, F>(
-            case,
-            visc,
-            MolteniColagrossi {
-                delta_h_c0: dhc(delta),
-                eta2,
-            },
-            f,
-        ),
+        Diffusion::MolteniColagrossi { delta } => {
+            dispatch_d::<K, V, _, F>(case, visc, MolteniColagrossi { delta_h_c0: dhc(delta), eta2 }, f)
+        }
         Diffusion::Fourtakas { delta } => {
             let d = Fourtakas {
                 delta_h_c0: dhc(delta),
@@ -191,22 +144,8 @@ fn dispatch_d<K: SmoothingKernel, V: ViscosityModel, D: DiffusionModel, F: WithP
     let kernel = K::new(case.h, case.dim);
     let (support2, eta2) = (4.0 * h * h, 0.01 * h * h);
     if case.dim == 2 {
-        f.call(Physics::<K, V, D, 2> {
-            kernel,
-            visc,
-            diff,
-            h,
-            support2,
-            eta2,
-        })
+        f.call(Physics::<K, V, D, 2> { kernel, visc, diff, h, support2, eta2 })
     } else {
-        f.call(Physics::<K, V, D, 3> {
-            kernel,
-            visc,
-            diff,
-            h,
-            support2,
-            eta2,
-        })
+        f.call(Physics::<K, V, D, 3> { kernel, visc, diff, h, support2, eta2 })
     }
 }

@@ -28,17 +28,7 @@ pub fn monaghan_artificial(
 /// Morris et al. (1997) laminar viscosity with `mu = rho nu`:
 /// `m_j nu (rho_i + rho_j) / (rho_i rho_j) (r.gw) / (r² + eta²) v`.
 #[inline(always)]
-pub fn morris_laminar(
-    nu: f32,
-    rho_i: f32,
-    rho_j: f32,
-    m_j: f32,
-    r: V3,
-    r2: f32,
-    eta2: f32,
-    gw: V3,
-    v: V3,
-) -> V3 {
+pub fn morris_laminar(nu: f32, rho_i: f32, rho_j: f32, m_j: f32, r: V3, r2: f32, eta2: f32, gw: V3, v: V3) -> V3 {
     let s = m_j * nu * (rho_i + rho_j) / (rho_i * rho_j) * r.dot(gw) / (r2 + eta2);
     v * s
 }
