@@ -1,1 +1,338 @@
-fn main() {}
+//! `surge`: run, check and benchmark SPH cases from the command line.
+
+use clap::{Parser, Subcommand, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+use surge_core::buffers::BufferSet;
+use surge_core::case::{Diffusion, Viscosity};
+use surge_core::geometry::fill;
+use surge_core::grid::Grid;
+use surge_core::Case;
+use surge_runtime::{Observer, Progress, RunOptions};
+
+/// Exit code of a bad case file or bad arguments.
+const EXIT_BAD_INPUT: u8 = 2;
+/// Exit code of a run that diverged or could not write its output.
+const EXIT_RUN_FAILED: u8 = 1;
+
+#[derive(Parser)]
+#[command(
+    name = "surge",
+    version,
+    about = "Weakly-compressible SPH free-surface flow simulator",
+    long_about = "Weakly-compressible SPH free-surface flow simulator.\n\n\
+        A case is a TOML file (see configs/). `surge check CASE` validates it and prints what \
+        would run; `surge run CASE` runs it and writes ParaView frames (.vtu + .pvd), gauges.csv \
+        and summary.json into out/<case name> (or --out)."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a case to its end time.
+    Run {
+        /// The case file (TOML).
+        case: PathBuf,
+        /// Output directory [default: out/<case name>].
+        #[arg(long)]
+        out: Option<PathBuf>,
+        #[command(flatten)]
+        common: Common,
+        /// Stop after this many steps (smoke tests).
+        #[arg(long)]
+        max_steps: Option<u64>,
+        /// No progress bar or periodic log lines.
+        #[arg(long, short)]
+        quiet: bool,
+    },
+    /// Validate a case and print particle counts, memory, h, c0 and the first dt, without running.
+    Check {
+        /// The case file (TOML).
+        case: PathBuf,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Measure particle-steps per second and bytes per particle on the 2D and 3D dam breaks.
+    Bench {
+        /// Which benchmark cases.
+        #[arg(long, value_enum, default_value = "all")]
+        cases: BenchCases,
+        /// Steps to time (after 5 warm-up steps).
+        #[arg(long, default_value_t = 100)]
+        steps: u64,
+        #[command(flatten)]
+        common: Common,
+    },
+}
+
+#[derive(clap::Args)]
+struct Common {
+    /// Execution backend: `auto` picks the best available device.
+    #[arg(long, value_enum, default_value = "auto")]
+    backend: BackendChoice,
+    /// CPU threads [default: all cores].
+    #[arg(long, default_value_t = 0)]
+    threads: usize,
+    /// Override a case value, e.g. `--set time.end=0.3 --set dp=0.01` (repeatable).
+    #[arg(long = "set", value_name = "KEY.PATH=VALUE")]
+    set: Vec<String>,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum BackendChoice {
+    /// The best available: CPU in this build.
+    Auto,
+    /// CPU cores (rayon).
+    Cpu,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum BenchCases {
+    /// 2D and 3D dam breaks.
+    All,
+    /// configs/dam_break_2d.toml.
+    DamBreak2d,
+    /// configs/dam_break_3d.toml.
+    DamBreak3d,
+}
+
+/// A failure with its exit code; the message is one sentence for the user.
+struct Failure(u8, String);
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("SURGE_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .without_time()
+        .init();
+    let result = match cli.command {
+        Command::Run { case, out, common, max_steps, quiet } => cmd_run(&case, out, &common, max_steps, quiet),
+        Command::Check { case, common } => cmd_check(&case, &common),
+        Command::Bench { cases, steps, common } => cmd_bench(cases, steps, &common),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure(code, msg)) => {
+            eprintln!("error: {msg}");
+            ExitCode::from(code)
+        }
+    }
+}
+
+fn load(path: &Path, common: &Common) -> Result<Case, Failure> {
+    Case::from_file(path, &common.set).map_err(|e| Failure(EXIT_BAD_INPUT, e.to_string()))
+}
+
+fn backend_name(choice: BackendChoice) -> &'static str {
+    match choice {
+        BackendChoice::Auto | BackendChoice::Cpu => "cpu",
+    }
+}
+
+fn cmd_check(path: &Path, common: &Common) -> Result<(), Failure> {
+    let case = load(path, common)?;
+    let grid =
+        Grid::new(&case, case.split_axis()).map_err(|e| Failure(EXIT_BAD_INPUT, format!("{}: {e}", path.display())))?;
+    let filled = fill(&case);
+    let n = filled.len();
+    let fluid = filled.fluid_count();
+    let bpp = cpu_bytes_per_particle(n, grid.cell_count());
+    let visc = match case.viscosity {
+        Viscosity::Artificial { alpha } => format!("artificial (alpha {alpha})"),
+        Viscosity::Laminar { nu } => format!("laminar (nu {nu} m²/s)"),
+    };
+    let diff = match case.diffusion {
+        Diffusion::None => "none".to_string(),
+        Diffusion::MolteniColagrossi { delta } => format!("molteni_colagrossi (delta {delta})"),
+        Diffusion::Fourtakas { delta } => format!("fourtakas (delta {delta})"),
+    };
+    let dt0 = case.initial_dt();
+    println!("case        {} ({}), {}D", case.name, path.display(), case.dim);
+    println!("particles   {n} (fluid {fluid}, boundary {})", n - fluid);
+    println!(
+        "dp, h       {} m, {:.6} m (h/dp {:.3}, {:?} kernel, support {:.6} m)",
+        case.dp,
+        case.h,
+        case.h / case.dp,
+        case.kernel,
+        2.0 * case.h
+    );
+    println!("c0          {:.4} m/s (Tait gamma {}, rho0 {} kg/m³)", case.c0, case.gamma, case.rho0);
+    println!("physics     viscosity {visc}, density diffusion {diff}, {:?} time stepping", case.scheme);
+    println!(
+        "grid        {:?} cells of {:.6} m, split along {}",
+        &grid.n[..case.dim],
+        grid.cell[0],
+        ["x", "y", "z"][case.split_axis()]
+    );
+    println!(
+        "first dt    {dt0:.4e} s (CFL {}), about {:.0} steps to t = {} s at that dt",
+        case.cfl,
+        case.end_time / dt0,
+        case.end_time
+    );
+    println!("memory      {:.1} MB on {} ({bpp} bytes/particle)", (bpp * n) as f64 / 1e6, backend_name(common.backend));
+    println!(
+        "output      every {} s (frames), every {} s (gauges: {})",
+        case.output_interval,
+        case.gauge_interval,
+        case.gauges.len()
+    );
+    println!("ok");
+    Ok(())
+}
+
+/// Memory of the CPU backend: every buffer, the sort target for conserved ones, 8 bytes per cell.
+fn cpu_bytes_per_particle(n: usize, cells: usize) -> usize {
+    BufferSet::all().bytes_per_particle() + BufferSet::conserved().bytes_per_particle() + 8 * cells / n.max(1)
+}
+
+fn cmd_run(
+    path: &Path,
+    out: Option<PathBuf>,
+    common: &Common,
+    max_steps: Option<u64>,
+    quiet: bool,
+) -> Result<(), Failure> {
+    let case = load(path, common)?;
+    let out_dir = out.unwrap_or_else(|| surge_runtime::default_out_dir(&case));
+    let filled = fill(&case);
+    let backend = surge_cpu::CpuBackend::new(&case, &filled, common.threads)
+        .map_err(|e| Failure(EXIT_BAD_INPUT, format!("{}: {e}", path.display())))?;
+    let threads = backend.threads() as u32;
+    tracing::info!(
+        "{}: {} particles ({} fluid), dp {} m, h {:.5} m, c0 {:.3} m/s, end {} s",
+        case.name,
+        filled.len(),
+        filled.fluid_count(),
+        case.dp,
+        case.h,
+        case.c0,
+        case.end_time
+    );
+    if common.backend == BackendChoice::Auto {
+        tracing::info!("backend auto: cpu ({threads} threads)");
+    }
+    tracing::info!("output: {}", out_dir.display());
+    let opts = RunOptions { out_dir: out_dir.clone(), max_steps, progress_every: Duration::from_millis(250) };
+    let mut obs = Reporter::new(quiet, case.end_time);
+    let result = surge_runtime::run(&case, Box::new(backend), 1, threads, &opts, &mut obs);
+    obs.finish();
+    match result {
+        Ok(s) => {
+            tracing::info!(
+                "done: {} steps to t = {:.6} s in {:.2} s wall, {:.3e} particle-steps/s; summary in {}",
+                s.steps,
+                s.sim_time,
+                s.wall_seconds,
+                s.particle_steps_per_second,
+                out_dir.join("summary.json").display()
+            );
+            Ok(())
+        }
+        Err((e, _)) => Err(Failure(EXIT_RUN_FAILED, e.to_string())),
+    }
+}
+
+/// Progress bar on a terminal; a log line every 10 s otherwise.
+struct Reporter {
+    bar: Option<ProgressBar>,
+    quiet: bool,
+    last_log: f64,
+}
+
+impl Reporter {
+    fn new(quiet: bool, end: f64) -> Reporter {
+        let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
+            let b = ProgressBar::new(1000);
+            b.set_style(ProgressStyle::with_template("{bar:40.cyan/blue} {msg} ETA {eta}").expect("valid template"));
+            b.set_message(format!("t = 0 / {end} s"));
+            b
+        });
+        Reporter { bar, quiet, last_log: 0.0 }
+    }
+    fn finish(&self) {
+        if let Some(b) = &self.bar {
+            b.finish_and_clear();
+        }
+    }
+}
+
+impl Observer for Reporter {
+    fn progress(&mut self, p: &Progress) {
+        let line = format!(
+            "t = {:.5} / {} s, step {}, dt {:.3e} s, {:.1} steps/s",
+            p.time, p.end, p.step, p.dt, p.steps_per_second
+        );
+        if let Some(b) = &self.bar {
+            b.set_position((1000.0 * p.time / p.end) as u64);
+            b.set_message(line);
+        } else if !self.quiet && (p.wall - self.last_log >= 10.0 || p.time >= p.end) {
+            self.last_log = p.wall;
+            let eta = if p.time > 0.0 { p.wall * (p.end - p.time) / p.time } else { f64::NAN };
+            tracing::info!("{line}, ETA {eta:.0} s");
+        }
+    }
+    fn frame(&mut self, index: u32, time: f64, _files: &[PathBuf]) {
+        if self.bar.is_none() && !self.quiet {
+            tracing::debug!("frame {index} at t = {time:.5} s");
+        }
+    }
+}
+
+const BENCH_2D: &str = include_str!("../configs/dam_break_2d.toml");
+const BENCH_3D: &str = include_str!("../configs/dam_break_3d.toml");
+
+fn cmd_bench(cases: BenchCases, steps: u64, common: &Common) -> Result<(), Failure> {
+    let list: Vec<(&str, &str)> = match cases {
+        BenchCases::All => vec![("dam_break_2d", BENCH_2D), ("dam_break_3d", BENCH_3D)],
+        BenchCases::DamBreak2d => vec![("dam_break_2d", BENCH_2D)],
+        BenchCases::DamBreak3d => vec![("dam_break_3d", BENCH_3D)],
+    };
+    let mut rows = Vec::new();
+    for (name, text) in list {
+        let case = Case::from_raw(
+            surge_core::config::parse_case_file(text, name, &common.set)
+                .map_err(|e| Failure(EXIT_BAD_INPUT, e.to_string()))?,
+            name,
+            name,
+        )
+        .map_err(|e| Failure(EXIT_BAD_INPUT, e.to_string()))?;
+        let mut sim = surge_runtime::cpu_simulation(&case, common.threads).map_err(|e| Failure(EXIT_BAD_INPUT, e))?;
+        let n = sim.backend().len();
+        let bpp = sim.backend().bytes_per_particle();
+        let backend = sim.backend().name();
+        let far = f64::INFINITY;
+        for _ in 0..5 {
+            sim.step(far).map_err(|e| Failure(EXIT_RUN_FAILED, e.to_string()))?;
+        }
+        let t0 = std::time::Instant::now();
+        for _ in 0..steps {
+            sim.step(far).map_err(|e| Failure(EXIT_RUN_FAILED, e.to_string()))?;
+        }
+        let wall = t0.elapsed().as_secs_f64();
+        rows.push((name, backend, n, steps, wall, n as f64 * steps as f64 / wall, bpp));
+    }
+    println!(
+        "{:<14} {:<18} {:>10} {:>7} {:>10} {:>14} {:>10}",
+        "case", "backend", "particles", "steps", "ms/step", "particle-st/s", "bytes/p"
+    );
+    for (name, backend, n, steps, wall, rate, bpp) in rows {
+        println!(
+            "{name:<14} {backend:<18} {n:>10} {steps:>7} {:>10.3} {rate:>14.4e} {bpp:>10}",
+            1e3 * wall / steps as f64
+        );
+    }
+    Ok(())
+}

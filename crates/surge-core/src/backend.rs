@@ -1,8 +1,6 @@
 //! The execution role: what a worker asks of a device (CPU cores, a GPU). The worker runs
 //! the step plan over this trait and never knows which device it drives.
 
-use crate::case::Gauge;
-
 /// Largest values found by a force pass, for the time step.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct ForceStats {
@@ -102,6 +100,6 @@ pub trait Backend: Send {
     fn update(&mut self, which: Update, dt: f64) -> UpdateStats;
     /// Copy the particles to the host.
     fn snapshot(&mut self, out: &mut Snapshot);
-    /// Evaluate the gauges into `out` (one value per gauge, in order).
-    fn gauges(&mut self, gauges: &[Gauge], out: &mut Vec<f64>);
+    /// Evaluate the case's gauges into `out` (one value per gauge, in order).
+    fn gauges(&mut self, out: &mut Vec<f64>);
 }

@@ -62,6 +62,11 @@ macro_rules! buffers {
             pub fn zeroed(n: usize) -> Self {
                 Self { $( $field: vec![<$ty>::zeroed(); n], )* }
             }
+            /// Arrays of n zeroed elements for the conserved buffers, empty scratch buffers: the
+            /// target of [`ParticleArrays::permute_conserved`].
+            pub fn zeroed_conserved(n: usize) -> Self {
+                Self { $( $field: if $conserved { vec![<$ty>::zeroed(); n] } else { Vec::new() }, )* }
+            }
             /// Number of particles.
             pub fn len(&self) -> usize { self.info.len() }
             /// True when there are no particles.
@@ -113,6 +118,10 @@ impl BufferSet {
     /// True when the set holds `b`.
     pub fn contains(self, b: BufferId) -> bool {
         self.0 & b.bit() != 0
+    }
+    /// The conserved buffers.
+    pub fn conserved() -> Self {
+        BufferSet(BufferId::ALL.iter().filter(|b| b.conserved()).fold(0, |m, b| m | b.bit()))
     }
     /// Bytes per particle of the buffers in the set.
     pub fn bytes_per_particle(self) -> usize {

@@ -591,6 +591,17 @@ impl Case {
         })
     }
 
+    /// The axis along which the domain is split between devices: the longest extent of the
+    /// fluid (the first such axis on ties).
+    pub fn split_axis(&self) -> usize {
+        let ext = |a: usize| {
+            let lo = self.fluid.iter().map(|b| b.min[a]).fold(f64::INFINITY, f64::min);
+            let hi = self.fluid.iter().map(|b| b.max[a]).fold(f64::NEG_INFINITY, f64::max);
+            hi - lo
+        };
+        (0..self.dim).fold(0, |best, a| if ext(a) > ext(best) { a } else { best })
+    }
+
     /// The time step at rest, before any force: what `surge check` prints as the first dt.
     pub fn initial_dt(&self) -> f64 {
         use crate::physics::dt::*;

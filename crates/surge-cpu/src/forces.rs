@@ -1,0 +1,136 @@
+//! The force pass: pressures, then every particle's neighbour loop over the cell stencil.
+
+use crate::Eos;
+use rayon::prelude::*;
+use surge_core::backend::ForceStats;
+use surge_core::buffers::{Kind, ParticleArrays};
+use surge_core::case::Case;
+use surge_core::grid::Grid;
+use surge_core::physics::kernel::SmoothingKernel;
+use surge_core::physics::options::{DiffusionModel, ViscosityModel};
+use surge_core::physics::pair::{dispatch, Accum, PairParticle, Physics, WithPhysics};
+use surge_core::V3;
+
+/// Call `f(j, r_ij, r², j_is_fluid)` for every particle j in the stencil of cells around
+/// `ci` (fluid only when `fluid_only`), in stencil order, then storage order. `oi` is the
+/// offset of the centre from the centre of its cell; `r_ij = x_i - x_j`.
+#[inline(always)]
+pub(crate) fn for_each_neighbour_of<const DIM: usize>(
+    grid: &Grid,
+    cell_start: &[u32],
+    pos: &[[f32; 4]],
+    ci: [i32; 4],
+    oi: V3,
+    fluid_only: bool,
+    mut f: impl FnMut(usize, V3, f32, bool),
+) {
+    let cs = [grid.cell[0] as f32, grid.cell[1] as f32, grid.cell[2] as f32];
+    let zr = if DIM == 3 { -1..=1 } else { 0..=0 };
+    for dz in zr {
+        for dy in -1..=1 {
+            for dx in -1..=1 {
+                let Some(nc) = grid.neighbour(ci, [dx, dy, dz]) else { continue };
+                let k = grid.linear(nc);
+                let (s, mid) = (cell_start[2 * k] as usize, cell_start[2 * k + 1] as usize);
+                let e = if fluid_only { mid } else { cell_start[2 * k + 2] as usize };
+                // x_i - x_j = (c_i - c_j) cs + o_i - o_j with c_j = c_i + d (unwrapped).
+                let base = oi - V3::new(dx as f32 * cs[0], dy as f32 * cs[1], dz as f32 * cs[2]);
+                for (j, pj) in pos.iter().enumerate().take(e).skip(s) {
+                    let r = base - V3::from4(*pj);
+                    f(j, r, r.norm2(), j < mid);
+                }
+            }
+        }
+    }
+}
+
+/// [`for_each_neighbour_of`] for particle i of the arrays, choosing the dimension at run time.
+pub(crate) fn for_each_neighbour(
+    grid: &Grid,
+    cell_start: &[u32],
+    a: &ParticleArrays,
+    i: usize,
+    all: bool,
+    f: impl FnMut(usize, V3, f32, bool),
+) {
+    let oi = V3::from4(a.pos[i]);
+    if grid.dim == 3 {
+        for_each_neighbour_of::<3>(grid, cell_start, &a.pos, a.cell[i], oi, !all, f)
+    } else {
+        for_each_neighbour_of::<2>(grid, cell_start, &a.pos, a.cell[i], oi, !all, f)
+    }
+}
+
+struct Pass<'a> {
+    case: &'a Case,
+    grid: &'a Grid,
+    cell_start: &'a [u32],
+    a: &'a mut ParticleArrays,
+}
+
+/// One force pass over every particle; returns the largest values for the time step.
+pub(crate) fn forces(case: &Case, grid: &Grid, cell_start: &[u32], a: &mut ParticleArrays) -> ForceStats {
+    dispatch(case, Pass { case, grid, cell_start, a })
+}
+
+impl WithPhysics for Pass<'_> {
+    type Output = ForceStats;
+
+    fn call<K: SmoothingKernel, V: ViscosityModel, D: DiffusionModel, const DIM: usize>(
+        self,
+        ph: Physics<K, V, D, DIM>,
+    ) -> ForceStats {
+        let Pass { case, grid, cell_start, a } = self;
+        let eos = Eos::of(case);
+        let g = V3::from_f64(case.body_force);
+        a.press.resize(a.len(), 0.0);
+        a.press.par_iter_mut().zip(a.vel.par_iter()).for_each(|(p, v)| *p = eos.pressure(v[3]));
+        let ParticleArrays { pos, vel, cell, info, press, force, .. } = a;
+        let (pos, vel, cell, info, press) = (&*pos, &*vel, &*cell, &*info, &*press);
+        let particle = |j: usize| PairParticle {
+            vel: V3::from4(vel[j]),
+            rho: eos.rho0 * (1.0 + vel[j][3]),
+            p: press[j],
+            m: pos[j][3],
+        };
+        let inv_rho0 = 1.0 / eos.rho0;
+        force
+            .par_iter_mut()
+            .enumerate()
+            .map(|(i, out)| {
+                let pi = particle(i);
+                let oi = V3::from4(pos[i]);
+                let mut acc = Accum::default();
+                if info[i][1] == Kind::Fluid as u32 {
+                    for_each_neighbour_of::<DIM>(grid, cell_start, pos, cell[i], oi, false, |j, r, r2, jf| {
+                        if r2 < ph.support2 && r2 > 0.0 {
+                            ph.fluid_pair(r, r2, &pi, &particle(j), jf, &mut acc);
+                        }
+                    });
+                    let a_i = acc.acc + g;
+                    *out = a_i.with_w(acc.drho * inv_rho0);
+                    (a_i.norm2().sqrt(), acc.visc_max)
+                } else {
+                    for_each_neighbour_of::<DIM>(grid, cell_start, pos, cell[i], oi, true, |j, r, r2, _| {
+                        if r2 < ph.support2 && r2 > 0.0 {
+                            ph.boundary_pair(r, r2, &pi, &particle(j), &mut acc);
+                        }
+                    });
+                    *out = [0.0, 0.0, 0.0, acc.drho * inv_rho0];
+                    (0.0, 0.0)
+                }
+            })
+            .reduce(|| (0.0f32, 0.0f32), |x, y| (x.0.max(y.0), x.1.max(y.1)))
+            .into_stats()
+    }
+}
+
+trait IntoStats {
+    fn into_stats(self) -> ForceStats;
+}
+
+impl IntoStats for (f32, f32) {
+    fn into_stats(self) -> ForceStats {
+        ForceStats { acc_max: self.0, visc_max: self.1 }
+    }
+}

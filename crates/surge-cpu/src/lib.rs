@@ -1,0 +1,218 @@
+//! surge-cpu: the CPU execution role, on a rayon pool of its own. It is the reference for
+//! every other backend: each particle sums its neighbours in a fixed order (stencil order,
+//! then sorted order within a cell), so results do not depend on the number of threads.
+#![warn(missing_docs)]
+
+mod forces;
+mod sort;
+mod update;
+
+use rayon::prelude::*;
+use surge_core::backend::{Backend, BadParticle, ForceStats, Snapshot, Update, UpdateStats};
+use surge_core::buffers::{BufferSet, Kind, ParticleArrays};
+use surge_core::case::Case;
+use surge_core::gauge::{self, Interpolate};
+use surge_core::geometry::Filled;
+use surge_core::grid::Grid;
+use surge_core::physics::eos::tait_pressure;
+use surge_core::physics::kernel::{CubicSpline, SmoothingKernel, WendlandC2};
+
+/// Particles of one device on CPU cores.
+pub struct CpuBackend {
+    case: Case,
+    grid: Grid,
+    /// Particle buffers, sorted by cell key after each rebuild.
+    a: ParticleArrays,
+    /// Re-ordering target of the sort (same length).
+    scratch: ParticleArrays,
+    /// `cell_start[2k]..cell_start[2k+1]` are the fluid particles of cell k (linear index),
+    /// `cell_start[2k+1]..cell_start[2k+2]` its boundary particles.
+    cell_start: Vec<u32>,
+    pool: rayon::ThreadPool,
+    threads: usize,
+}
+
+/// Equation-of-state constants as float32, as the loops use them.
+#[derive(Clone, Copy)]
+pub(crate) struct Eos {
+    pub b: f32,
+    pub gamma: f32,
+    pub pb: f32,
+    pub rho0: f32,
+}
+
+impl Eos {
+    fn of(case: &Case) -> Eos {
+        Eos {
+            b: case.tait_b as f32,
+            gamma: case.gamma as f32,
+            pb: case.background_pressure as f32,
+            rho0: case.rho0 as f32,
+        }
+    }
+    #[inline(always)]
+    pub fn pressure(&self, d: f32) -> f32 {
+        tait_pressure(d, self.b, self.gamma, self.pb)
+    }
+}
+
+impl CpuBackend {
+    /// Load filled particles onto `threads` CPU threads (0: all cores) and sort them.
+    pub fn new(case: &Case, filled: &Filled, threads: usize) -> Result<CpuBackend, String> {
+        let grid = Grid::new(case, case.split_axis())?;
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("surge-cpu-{i}"))
+            .build()
+            .map_err(|e| format!("cannot start the CPU thread pool: {e}"))?;
+        let threads = pool.current_num_threads();
+        let n = filled.len();
+        let mut a = ParticleArrays::zeroed(n);
+        for i in 0..n {
+            let (c, off) = grid.locate(filled.pos[i]);
+            let v = filled.vel[i];
+            a.pos[i] = [off[0], off[1], off[2], case.mass as f32];
+            a.cell[i] = [c[0], c[1], c[2], 0];
+            a.vel[i] = [v[0] as f32, v[1] as f32, v[2] as f32, filled.rel_density[i]];
+            a.vel_prev[i] = a.vel[i];
+            a.info[i] = [i as u32, filled.kind[i] as u32];
+        }
+        let scratch = ParticleArrays::zeroed_conserved(n);
+        let mut be = CpuBackend { case: case.clone(), grid, a, scratch, cell_start: Vec::new(), pool, threads };
+        be.rebuild().map_err(|b| format!("particle {} at {:?} is outside the domain", b.id, b.pos))?;
+        Ok(be)
+    }
+
+    /// Number of threads of the pool.
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+
+    /// The grid.
+    pub fn grid(&self) -> &Grid {
+        &self.grid
+    }
+
+    /// The particle arrays (sorted by cell key).
+    pub fn arrays(&self) -> &ParticleArrays {
+        &self.a
+    }
+
+    /// Indices of the particles within the kernel support of particle i, found through the
+    /// cell stencil (for tests against a brute-force search).
+    pub fn neighbours_of(&self, i: usize) -> Vec<usize> {
+        let mut out = Vec::new();
+        let support2 = (self.grid.support * self.grid.support) as f32;
+        forces::for_each_neighbour(&self.grid, &self.cell_start, &self.a, i, true, |j, _r, r2, _| {
+            if r2 < support2 && j != i {
+                out.push(j);
+            }
+        });
+        out
+    }
+}
+
+impl Backend for CpuBackend {
+    fn name(&self) -> String {
+        format!("cpu ({} threads)", self.threads)
+    }
+
+    fn len(&self) -> usize {
+        self.a.len()
+    }
+
+    fn bytes_per_particle(&self) -> usize {
+        // Every buffer, a second copy of the conserved ones (sort target), the cell table.
+        BufferSet::all().bytes_per_particle()
+            + BufferSet::conserved().bytes_per_particle()
+            + 4 * self.cell_start.len() / self.a.len().max(1)
+    }
+
+    fn rebuild(&mut self) -> Result<(), BadParticle> {
+        let CpuBackend { grid, a, scratch, cell_start, pool, .. } = self;
+        pool.install(|| sort::rebuild(grid, a, scratch, cell_start))
+    }
+
+    fn forces(&mut self) -> ForceStats {
+        let CpuBackend { case, grid, a, cell_start, pool, .. } = self;
+        pool.install(|| forces::forces(case, grid, cell_start, a))
+    }
+
+    fn update(&mut self, which: Update, dt: f64) -> UpdateStats {
+        let CpuBackend { grid, a, pool, .. } = self;
+        pool.install(|| update::update(grid, a, which, dt))
+    }
+
+    fn snapshot(&mut self, out: &mut Snapshot) {
+        let eos = Eos::of(&self.case);
+        let a = &self.a;
+        let n = a.len();
+        out.id = a.info.iter().map(|i| i[0]).collect();
+        out.kind = a.info.iter().map(|i| i[1] as u8).collect();
+        out.pos = (0..n).map(|i| self.grid.absolute(a.cell[i], a.pos[i])).collect();
+        out.vel = a.vel.iter().map(|v| [v[0], v[1], v[2]]).collect();
+        out.rho = a.vel.iter().map(|v| eos.rho0 * (1.0 + v[3])).collect();
+        out.p = a.vel.iter().map(|v| eos.pressure(v[3])).collect();
+    }
+
+    fn gauges(&mut self, out: &mut Vec<f64>) {
+        gauge::evaluate(&self.case, self, out);
+    }
+}
+
+impl Interpolate for CpuBackend {
+    fn fluid_sums(&self, x: [f64; 3]) -> (f64, f64) {
+        match self.case.kernel {
+            surge_core::config::KernelKind::WendlandC2 => {
+                self.sums_with(WendlandC2::new(self.case.h, self.case.dim), x)
+            }
+            surge_core::config::KernelKind::CubicSpline => {
+                self.sums_with(CubicSpline::new(self.case.h, self.case.dim), x)
+            }
+        }
+    }
+
+    fn fluid_front(&self, axis: usize, below: f64) -> Option<f64> {
+        let vert = self.case.dim - 1;
+        let a = &self.a;
+        let grid = &self.grid;
+        self.pool.install(|| {
+            (0..a.len())
+                .into_par_iter()
+                .filter(|&i| a.info[i][1] == Kind::Fluid as u32)
+                .map(|i| grid.absolute(a.cell[i], a.pos[i]))
+                .filter(|x| x[vert] < below)
+                .map(|x| x[axis])
+                .reduce_with(f64::max)
+        })
+    }
+}
+
+impl CpuBackend {
+    fn sums_with<K: SmoothingKernel>(&self, k: K, x: [f64; 3]) -> (f64, f64) {
+        let eos = Eos::of(&self.case);
+        let (c, off) = self.grid.locate(x);
+        let (mut w_sum, mut pw_sum) = (0.0f64, 0.0f64);
+        let support2 = self.grid.support * self.grid.support;
+        for d in self.grid.stencil() {
+            let Some(nc) = self.grid.neighbour([c[0], c[1], c[2], 0], d) else { continue };
+            let k_lin = self.grid.linear(nc);
+            let (s, e) = (self.cell_start[2 * k_lin] as usize, self.cell_start[2 * k_lin + 1] as usize);
+            for j in s..e {
+                let r: [f64; 3] = std::array::from_fn(|ax| {
+                    off[ax] as f64 - self.a.pos[j][ax] as f64 - d[ax] as f64 * self.grid.cell[ax]
+                });
+                let r2 = r[0] * r[0] + r[1] * r[1] + r[2] * r[2];
+                if r2 >= support2 {
+                    continue;
+                }
+                let dj = self.a.vel[j][3];
+                let vol = self.a.pos[j][3] as f64 / (eos.rho0 as f64 * (1.0 + dj as f64));
+                let w = k.w(r2.sqrt() as f32) as f64 * vol;
+                w_sum += w;
+                pw_sum += w * eos.pressure(dj) as f64;
+            }
+        }
+        (w_sum, pw_sum)
+    }
+}

@@ -1,0 +1,22 @@
+//! surge-runtime: the manager and the smart workers. A worker runs the step plan over a
+//! backend ([`Simulation`]); the manager ([`run`]) starts it, writes what it hands over
+//! (frames, gauge rows) and the run summary.
+#![warn(missing_docs)]
+
+mod run;
+mod simulation;
+
+pub use run::{default_out_dir, run, Observer, Progress, RunError, RunOptions};
+pub use simulation::{Diverged, Simulation};
+
+use surge_core::backend::Backend;
+use surge_core::geometry::fill;
+use surge_core::Case;
+use surge_cpu::CpuBackend;
+
+/// Fill a case and load it on a CPU backend with `threads` threads (0: all cores).
+pub fn cpu_simulation(case: &Case, threads: usize) -> Result<Simulation, String> {
+    let filled = fill(case);
+    let backend: Box<dyn Backend> = Box::new(CpuBackend::new(case, &filled, threads)?);
+    Simulation::new(case.clone(), backend)
+}
