@@ -98,6 +98,11 @@ buffers! {
     PosPrev => pos_prev: [f32; 4], "pos_prev", false;
     /// Acceleration including the body force (xyz) and rate of relative density in w.
     Force => force: [f32; 4], "acc_rel_density_rate", false;
+    /// Boundary particles: unit normal of the nearest wall surface, pointing into the fluid
+    /// (xyz), and the distance to that surface (w). Used by the Morris no-slip condition.
+    Wall => wall: [f32; 4], "wall_normal_distance", true;
+    /// Shifting: concentration gradient (xyz) and position divergence (w) of the last force pass.
+    Shift => shift: [f32; 4], "shift_grad_c_div_r", false;
     /// Pressure, computed once per force pass.
     Press => press: f32, "pressure", false;
     /// Sort key: linear cell index times two, plus one for boundary particles.

@@ -37,6 +37,20 @@ pub enum Diffusion {
     },
 }
 
+/// Particle shifting with its parameters.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Shifting {
+    /// Off.
+    None,
+    /// Lind et al. (2012).
+    Lind {
+        /// Coefficient A.
+        coefficient: f64,
+        /// Free-surface threshold of the position divergence.
+        surface_threshold: f64,
+    },
+}
+
 /// An axis-aligned box.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Aabb {
@@ -171,6 +185,10 @@ pub struct Case {
     pub viscosity: Viscosity,
     /// Density diffusion.
     pub diffusion: Diffusion,
+    /// Particle shifting.
+    pub shifting: Shifting,
+    /// Start the fluid at hydrostatic pressure.
+    pub hydrostatic_start: bool,
     /// Time integration.
     pub scheme: Scheme,
     /// CFL coefficient.
@@ -434,6 +452,18 @@ impl Case {
             DiffusionSpec::Fourtakas { delta: d } => Diffusion::Fourtakas { delta: delta(d)? },
         };
 
+        let shifting = match ph.shifting {
+            ShiftingSpec::None => Shifting::None,
+            ShiftingSpec::Lind { coefficient, surface_threshold } => Shifting::Lind {
+                coefficient: c.positive("physics.shifting.coefficient", coefficient)?,
+                surface_threshold: match surface_threshold {
+                    Some(t) => c.positive("physics.shifting.surface_threshold", t)?,
+                    None if dim == 2 => 1.5,
+                    None => 2.75,
+                },
+            },
+        };
+
         // Time and output.
         let t = &f.time;
         let end_time = c.positive("time.end", t.end)?;
@@ -488,6 +518,18 @@ impl Case {
                         ));
                     }
                     periodic[ax.index()] = true;
+                }
+                // The same test as `Grid::new`, here so that the error names the field.
+                let min_cell = 2.0 * h * (1.0 + crate::grid::SKIN_FRACTION);
+                if let Some(a) = (0..dim).find(|&a| periodic[a] && ((b.max[a] - b.min[a]) / min_cell).floor() < 3.0) {
+                    return Err(c.err(
+                        "domain.periodic",
+                        format!(
+                            "the periodic axis {} is {} m long, less than 3 cells of {min_cell:.4} m (2h plus skin); make the domain longer or dp smaller",
+                            AXES[a],
+                            b.max[a] - b.min[a]
+                        ),
+                    ));
                 }
                 if !b.contains_box(&geometry_box, dim) {
                     let a = (0..dim)
@@ -575,6 +617,17 @@ impl Case {
             background_pressure,
             viscosity,
             diffusion,
+            shifting,
+            hydrostatic_start: match ph.initial_pressure {
+                Some(InitialPressure::Hydrostatic) => {
+                    if g_mag == 0.0 {
+                        return Err(c.err("physics.initial_pressure", "hydrostatic needs a body force"));
+                    }
+                    true
+                }
+                Some(InitialPressure::Zero) => false,
+                None => g_mag > 0.0 && (0..dim).all(|a| !periodic[a] || body_force[a] == 0.0),
+            },
             scheme: t.scheme,
             cfl,
             verlet_euler_every: t.verlet_euler_every,

@@ -147,6 +147,44 @@ pub struct PhysicsSpec {
     /// Density diffusion (delta-SPH).
     #[serde(default)]
     pub density_diffusion: DiffusionSpec,
+    /// Particle shifting; default none.
+    #[serde(default)]
+    pub shifting: ShiftingSpec,
+    /// Initial fluid pressure: `hydrostatic` (default when the body force does not act along
+    /// a periodic axis: each fluid box starts at rest under its own free surface) or `zero`.
+    pub initial_pressure: Option<InitialPressure>,
+}
+
+/// Initial fluid pressure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InitialPressure {
+    /// `p = rho0 |g| depth` below the top of each fluid box.
+    Hydrostatic,
+    /// Uniform density rho0 (plus any analytic field).
+    Zero,
+}
+
+fn default_shift_coef() -> f64 {
+    2.0
+}
+
+/// Particle shifting.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ShiftingSpec {
+    /// No shifting.
+    #[default]
+    None,
+    /// Lind et al. (2012) Fickian shifting as in DualSPHysics: `dr = -A h |v| dt grad C`,
+    /// switched off near the free surface (position divergence below the threshold).
+    Lind {
+        /// A, default 2.
+        #[serde(default = "default_shift_coef")]
+        coefficient: f64,
+        /// Free-surface threshold of `div r`; default 1.5 in 2D, 2.75 in 3D.
+        surface_threshold: Option<f64>,
+    },
 }
 
 impl Default for PhysicsSpec {
@@ -158,6 +196,8 @@ impl Default for PhysicsSpec {
             eos: EosSpec::default(),
             viscosity: ViscositySpec::default(),
             density_diffusion: DiffusionSpec::default(),
+            shifting: ShiftingSpec::default(),
+            initial_pressure: None,
         }
     }
 }
@@ -417,7 +457,9 @@ pub fn parse_case_file(text: &str, file: &str, overrides: &[String]) -> Result<C
     serde_path_to_error::deserialize::<_, CaseFile>(value).map_err(|e| {
         let path = e.path().to_string();
         let path = if path == "." { String::new() } else { path };
-        err(&path, e.inner().to_string())
+        // `message()`, not `to_string()`: the latter appends "in `path`" on further lines, and
+        // the error must stay one line.
+        err(&path, e.inner().message().trim().to_string())
     })
 }
 

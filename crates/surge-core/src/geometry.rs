@@ -16,6 +16,9 @@ pub struct Filled {
     pub rel_density: Vec<f32>,
     /// Kinds.
     pub kind: Vec<Kind>,
+    /// Boundary particles: inward unit normal of the nearest wall surface and the distance
+    /// to it; zero for fluid.
+    pub wall: Vec<[f32; 4]>,
 }
 
 impl Filled {
@@ -31,11 +34,12 @@ impl Filled {
     pub fn fluid_count(&self) -> usize {
         self.kind.iter().filter(|k| **k == Kind::Fluid).count()
     }
-    fn push(&mut self, x: [f64; 3], v: [f64; 3], d: f32, k: Kind) {
+    fn push(&mut self, x: [f64; 3], v: [f64; 3], d: f32, k: Kind, wall: [f32; 4]) {
         self.pos.push(x);
         self.vel.push(v);
         self.rel_density.push(d);
         self.kind.push(k);
+        self.wall.push(wall);
     }
 }
 
@@ -64,8 +68,8 @@ pub fn fill(case: &Case) -> Filled {
     let dim = case.dim;
     for b in &case.fluid {
         for_each_point(b, dim, dp, |x| {
-            let (v, d) = initial_state(case, x);
-            out.push(x, v, d, Kind::Fluid);
+            let (v, d) = initial_state(case, b, x);
+            out.push(x, v, d, Kind::Fluid, [0.0; 4]);
         });
     }
     for w in &case.walls {
@@ -91,30 +95,99 @@ pub fn fill(case: &Case) -> Filled {
             for &(y, oy) in &axes[1] {
                 for &(x, ox) in &axes[0] {
                     if ox || oy || oz {
-                        out.push([x, y, z], w.velocity, 0.0, Kind::Boundary);
+                        // The nearest point of the enclosed box is the wall surface point.
+                        let p = [x, y, z];
+                        let q: [f64; 3] = std::array::from_fn(|a| p[a].clamp(w.inner.min[a], w.inner.max[a]));
+                        out.push(p, w.velocity, 0.0, Kind::Boundary, normal_to(p, q));
                     }
                 }
             }
         }
     }
     for b in &case.obstacles {
-        for_each_point(b, dim, dp, |x| out.push(x, [0.0; 3], 0.0, Kind::Boundary));
+        for_each_point(b, dim, dp, |x| {
+            // The nearest face of the box, seen from inside.
+            let (a, hi) = (0..dim)
+                .flat_map(|a| [(a, false), (a, true)])
+                .min_by(|p, q| face_distance(b, x, *p).total_cmp(&face_distance(b, x, *q)))
+                .expect("at least one axis");
+            let mut q = x;
+            q[a] = if hi { b.max[a] } else { b.min[a] };
+            out.push(x, [0.0; 3], 0.0, Kind::Boundary, normal_to(x, q));
+        });
+    }
+    if case.hydrostatic_start {
+        let first_boundary = out.fluid_count();
+        for i in first_boundary..out.len() {
+            out.rel_density[i] = boundary_hydrostatic(case, out.pos[i]);
+        }
     }
     out
 }
 
-/// Initial velocity and relative density of a fluid particle at x.
-fn initial_state(case: &Case, x: [f64; 3]) -> ([f64; 3], f32) {
+/// Height of x along the body force (`g . x`) and of the top of fluid box b.
+fn depth_terms(case: &Case, b: &Aabb, x: [f64; 3]) -> (f64, f64) {
+    let g = case.body_force;
+    let down = |p: [f64; 3]| g[0] * p[0] + g[1] * p[1] + g[2] * p[2];
+    let top = (0..8)
+        .map(|k| down(std::array::from_fn(|a| if k >> a & 1 == 0 { b.min[a] } else { b.max[a] })))
+        .fold(f64::INFINITY, f64::min);
+    (down(x), top)
+}
+
+/// A boundary particle under (or beside, within the kernel support) a fluid box starts at
+/// that column's hydrostatic pressure, so the fluid does not sink into the wall at start.
+fn boundary_hydrostatic(case: &Case, x: [f64; 3]) -> f32 {
+    let g = case.body_force;
+    let g2 = g.iter().map(|c| c * c).sum::<f64>();
+    let mut p = 0.0f64;
+    for b in &case.fluid {
+        let d: [f64; 3] = std::array::from_fn(|a| x[a] - x[a].clamp(b.min[a], b.max[a]));
+        let along = (d[0] * g[0] + d[1] * g[1] + d[2] * g[2]) / g2;
+        let perp2: f64 = (0..3).map(|a| (d[a] - along * g[a]).powi(2)).sum();
+        if perp2 <= (2.0 * case.h).powi(2) {
+            let (here, top) = depth_terms(case, b, x);
+            p = p.max(case.rho0 * (here - top));
+        }
+    }
+    let pb = case.background_pressure as f32;
+    tait_density(p as f32 + pb, case.tait_b as f32, case.gamma as f32, pb)
+}
+
+fn face_distance(b: &Aabb, x: [f64; 3], (a, hi): (usize, bool)) -> f64 {
+    if hi {
+        b.max[a] - x[a]
+    } else {
+        x[a] - b.min[a]
+    }
+}
+
+/// Unit vector from p towards the surface point q, and the distance.
+fn normal_to(p: [f64; 3], q: [f64; 3]) -> [f32; 4] {
+    let d: [f64; 3] = std::array::from_fn(|a| q[a] - p[a]);
+    let len = (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt();
+    [(d[0] / len) as f32, (d[1] / len) as f32, (d[2] / len) as f32, len as f32]
+}
+
+/// Initial velocity and relative density of a fluid particle at x in fluid box b.
+fn initial_state(case: &Case, b: &Aabb, x: [f64; 3]) -> ([f64; 3], f32) {
+    let (b_, gamma, pb) = (case.tait_b as f32, case.gamma as f32, case.background_pressure as f32);
+    let p_static = if case.hydrostatic_start {
+        // Depth below the box's highest point along the body force.
+        let (here, top) = depth_terms(case, b, x);
+        case.rho0 * (here - top)
+    } else {
+        0.0
+    };
     match case.initial {
-        Initial::Constant(v) => (v, 0.0),
+        Initial::Constant(v) => (v, tait_density(p_static as f32 + pb, b_, gamma, pb)),
         Initial::TaylorGreen { u0 } => {
             let l = case.domain.max[0] - case.domain.min[0];
             let k = 2.0 * PI / l;
             let (px, py) = (x[0] - case.domain.min[0], x[1] - case.domain.min[1]);
             let v = [-u0 * (k * px).cos() * (k * py).sin(), u0 * (k * px).sin() * (k * py).cos(), 0.0];
-            let p = -case.rho0 * u0 * u0 / 4.0 * ((2.0 * k * px).cos() + (2.0 * k * py).cos());
-            let pb = case.background_pressure as f32;
-            (v, tait_density(p as f32 + pb, case.tait_b as f32, case.gamma as f32, pb))
+            let p = p_static - case.rho0 * u0 * u0 / 4.0 * ((2.0 * k * px).cos() + (2.0 * k * py).cos());
+            (v, tait_density(p as f32 + pb, b_, gamma, pb))
         }
     }
 }

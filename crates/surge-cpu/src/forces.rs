@@ -7,7 +7,7 @@ use surge_core::buffers::{Kind, ParticleArrays};
 use surge_core::case::Case;
 use surge_core::grid::Grid;
 use surge_core::physics::kernel::SmoothingKernel;
-use surge_core::physics::options::{DiffusionModel, ViscosityModel};
+use surge_core::physics::options::{DiffusionModel, ShiftingModel, ViscosityModel};
 use surge_core::physics::pair::{dispatch, Accum, PairParticle, Physics, WithPhysics};
 use surge_core::V3;
 
@@ -76,61 +76,74 @@ pub(crate) fn forces(case: &Case, grid: &Grid, cell_start: &[u32], a: &mut Parti
 impl WithPhysics for Pass<'_> {
     type Output = ForceStats;
 
-    fn call<K: SmoothingKernel, V: ViscosityModel, D: DiffusionModel, const DIM: usize>(
+    fn call<K: SmoothingKernel, V: ViscosityModel, D: DiffusionModel, S: ShiftingModel, const DIM: usize>(
         self,
-        ph: Physics<K, V, D, DIM>,
+        ph: Physics<K, V, D, S, DIM>,
     ) -> ForceStats {
         let Pass { case, grid, cell_start, a } = self;
         let eos = Eos::of(case);
         let g = V3::from_f64(case.body_force);
-        a.press.resize(a.len(), 0.0);
+        let n = a.len();
+        a.press.resize(n, 0.0);
         a.press.par_iter_mut().zip(a.vel.par_iter()).for_each(|(p, v)| *p = eos.pressure(v[3]));
-        let ParticleArrays { pos, vel, cell, info, press, force, .. } = a;
-        let (pos, vel, cell, info, press) = (&*pos, &*vel, &*cell, &*info, &*press);
+        if S::ON {
+            a.shift.resize(n, [0.0; 4]);
+        }
+        let ParticleArrays { pos, vel, cell, info, press, force, wall, shift, .. } = a;
+        let (pos, vel, cell, info, press, wall) = (&*pos, &*vel, &*cell, &*info, &*press, &*wall);
         let particle = |j: usize| PairParticle {
             vel: V3::from4(vel[j]),
             rho: eos.rho0 * (1.0 + vel[j][3]),
             p: press[j],
             m: pos[j][3],
+            wall: if V::MIRROR_WALL { wall[j] } else { [0.0; 4] },
         };
         let inv_rho0 = 1.0 / eos.rho0;
-        force
-            .par_iter_mut()
-            .enumerate()
-            .map(|(i, out)| {
-                let pi = particle(i);
-                let oi = V3::from4(pos[i]);
-                let mut acc = Accum::default();
-                if info[i][1] == Kind::Fluid as u32 {
-                    for_each_neighbour_of::<DIM>(grid, cell_start, pos, cell[i], oi, false, |j, r, r2, jf| {
-                        if r2 < ph.support2 && r2 > 0.0 {
-                            ph.fluid_pair(r, r2, &pi, &particle(j), jf, &mut acc);
-                        }
-                    });
-                    let a_i = acc.acc + g;
-                    *out = a_i.with_w(acc.drho * inv_rho0);
-                    (a_i.norm2().sqrt(), acc.visc_max)
-                } else {
-                    for_each_neighbour_of::<DIM>(grid, cell_start, pos, cell[i], oi, true, |j, r, r2, _| {
-                        if r2 < ph.support2 && r2 > 0.0 {
-                            ph.boundary_pair(r, r2, &pi, &particle(j), &mut acc);
-                        }
-                    });
-                    *out = [0.0, 0.0, 0.0, acc.drho * inv_rho0];
-                    (0.0, 0.0)
-                }
-            })
-            .reduce(|| (0.0f32, 0.0f32), |x, y| (x.0.max(y.0), x.1.max(y.1)))
-            .into_stats()
-    }
-}
-
-trait IntoStats {
-    fn into_stats(self) -> ForceStats;
-}
-
-impl IntoStats for (f32, f32) {
-    fn into_stats(self) -> ForceStats {
-        ForceStats { acc_max: self.0, visc_max: self.1 }
+        // Particle i: its force value, its sums, and |a_i| (0 for boundary particles).
+        let interact = |i: usize| -> ([f32; 4], Accum, f32) {
+            let pi = particle(i);
+            let oi = V3::from4(pos[i]);
+            let mut acc = Accum::default();
+            if info[i][1] == Kind::Fluid as u32 {
+                for_each_neighbour_of::<DIM>(grid, cell_start, pos, cell[i], oi, false, |j, r, r2, jf| {
+                    if r2 < ph.support2 && r2 > 0.0 {
+                        ph.fluid_pair(r, r2, &pi, &particle(j), jf, &mut acc);
+                    }
+                });
+                let a_i = acc.acc + g;
+                (a_i.with_w(acc.drho * inv_rho0), acc, a_i.norm2().sqrt())
+            } else {
+                for_each_neighbour_of::<DIM>(grid, cell_start, pos, cell[i], oi, true, |j, r, r2, _| {
+                    if r2 < ph.support2 && r2 > 0.0 {
+                        ph.boundary_pair(r, r2, &pi, &particle(j), &mut acc);
+                    }
+                });
+                ([0.0, 0.0, 0.0, acc.drho * inv_rho0], Accum { visc_max: 0.0, ..acc }, 0.0)
+            }
+        };
+        let max2 = |x: (f32, f32), y: (f32, f32)| (x.0.max(y.0), x.1.max(y.1));
+        let (acc_max, visc_max) = if S::ON {
+            (force.par_iter_mut(), shift.par_iter_mut())
+                .into_par_iter()
+                .enumerate()
+                .map(|(i, (f, sh))| {
+                    let (fv, acc, an) = interact(i);
+                    *f = fv;
+                    *sh = acc.grad_c.with_w(acc.div_r);
+                    (an, acc.visc_max)
+                })
+                .reduce(|| (0.0, 0.0), max2)
+        } else {
+            force
+                .par_iter_mut()
+                .enumerate()
+                .map(|(i, f)| {
+                    let (fv, acc, an) = interact(i);
+                    *f = fv;
+                    (an, acc.visc_max)
+                })
+                .reduce(|| (0.0, 0.0), max2)
+        };
+        ForceStats { acc_max, visc_max }
     }
 }

@@ -10,7 +10,7 @@ mod update;
 use rayon::prelude::*;
 use surge_core::backend::{Backend, BadParticle, ForceStats, Snapshot, Update, UpdateStats};
 use surge_core::buffers::{BufferSet, Kind, ParticleArrays};
-use surge_core::case::Case;
+use surge_core::case::{Case, Shifting};
 use surge_core::gauge::{self, Interpolate};
 use surge_core::geometry::Filled;
 use surge_core::grid::Grid;
@@ -76,6 +76,7 @@ impl CpuBackend {
             a.vel[i] = [v[0] as f32, v[1] as f32, v[2] as f32, filled.rel_density[i]];
             a.vel_prev[i] = a.vel[i];
             a.info[i] = [i as u32, filled.kind[i] as u32];
+            a.wall[i] = filled.wall[i];
         }
         let scratch = ParticleArrays::zeroed_conserved(n);
         let mut be = CpuBackend { case: case.clone(), grid, a, scratch, cell_start: Vec::new(), pool, threads };
@@ -139,8 +140,14 @@ impl Backend for CpuBackend {
     }
 
     fn update(&mut self, which: Update, dt: f64) -> UpdateStats {
-        let CpuBackend { grid, a, pool, .. } = self;
-        pool.install(|| update::update(grid, a, which, dt))
+        let CpuBackend { case, grid, a, pool, .. } = self;
+        let shift = match case.shifting {
+            Shifting::None => None,
+            Shifting::Lind { coefficient, surface_threshold } => {
+                Some(((coefficient * case.h) as f32, surface_threshold as f32))
+            }
+        };
+        pool.install(|| update::update(grid, a, which, dt, shift))
     }
 
     fn snapshot(&mut self, out: &mut Snapshot) {

@@ -8,16 +8,25 @@ use surge_core::V3;
 
 /// Apply `which` with time step dt. Fluid particles move with their accelerations; boundary
 /// particles keep their (constant) velocity and only integrate density, never below rho0
-/// (dynamic boundaries must not attract fluid).
-pub(crate) fn update(grid: &Grid, a: &mut ParticleArrays, which: Update, dt: f64) -> UpdateStats {
+/// (dynamic boundaries must not attract fluid). `shift` is `(A h, surface threshold)` when
+/// shifting is on: full updates move fluid by `-A h |v| dt grad C` away from the free surface.
+pub(crate) fn update(
+    grid: &Grid,
+    a: &mut ParticleArrays,
+    which: Update,
+    dt: f64,
+    shift: Option<(f32, f32)>,
+) -> UpdateStats {
     let dt = dt as f32;
     let half = 0.5 * dt;
-    let ParticleArrays { pos, vel, vel_prev, pos_prev, force, info, cell, .. } = a;
+    let ParticleArrays { pos, vel, vel_prev, pos_prev, force, info, cell, shift: grad_c, .. } = a;
     pos_prev.resize(pos.len(), [0.0; 4]);
+    let no_shift = [0.0f32; 4];
     let (disp, vmax, bad) = (pos.par_iter_mut(), vel.par_iter_mut(), vel_prev.par_iter_mut(), pos_prev.par_iter_mut())
         .into_par_iter()
         .zip((force.par_iter(), info.par_iter()))
-        .map(|((pos, vel, vel_prev, pos_prev), (f, info))| {
+        .enumerate()
+        .map(|(i, ((pos, vel, vel_prev, pos_prev), (f, info)))| {
             let fluid = info[1] == Kind::Fluid as u32;
             let (x, v, d) = (V3::from4(*pos), V3::from4(*vel), vel[3]);
             let (acc, dd) = (V3::from4(*f), f[3]);
@@ -48,6 +57,17 @@ pub(crate) fn update(grid: &Grid, a: &mut ParticleArrays, which: Update, dt: f64
                 }
             };
             let d1 = if fluid { d1 } else { d1.max(0.0) };
+            let x1 = match shift {
+                Some((ah, threshold)) if fluid && which != Update::Predictor => {
+                    let sh = grad_c.get(i).unwrap_or(&no_shift);
+                    if sh[3] >= threshold {
+                        x1 - V3::from4(*sh) * (ah * v1.norm2().sqrt() * dt)
+                    } else {
+                        x1
+                    }
+                }
+                _ => x1,
+            };
             let ok = x1.norm2().is_finite() && v1.norm2().is_finite() && d1.is_finite();
             let disp = (x1 - x).norm2().sqrt();
             *pos = x1.with_w(pos[3]);

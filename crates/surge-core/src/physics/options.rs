@@ -25,6 +25,9 @@ pub struct PairGeom {
 pub trait ViscosityModel: Copy + Send + Sync + 'static {
     /// Name used in logs and NVRTC defines.
     const NAME: &'static str;
+    /// True when boundary neighbours take part with the Morris et al. (1997) mirrored velocity
+    /// (no-slip at the wall surface rather than at the first boundary layer).
+    const MIRROR_WALL: bool;
     /// Acceleration contribution.
     fn acc(&self, g: &PairGeom, rho_i: f32, rho_j: f32, m_j: f32) -> V3;
 }
@@ -44,6 +47,7 @@ pub struct Artificial {
 
 impl ViscosityModel for Artificial {
     const NAME: &'static str = "artificial";
+    const MIRROR_WALL: bool = false;
     #[inline(always)]
     fn acc(&self, g: &PairGeom, rho_i: f32, rho_j: f32, m_j: f32) -> V3 {
         monaghan_artificial(self.alpha, self.h, self.c0, 0.5 * (rho_i + rho_j), m_j, g.vr, g.r2, self.eta2, g.gw)
@@ -61,6 +65,7 @@ pub struct Laminar {
 
 impl ViscosityModel for Laminar {
     const NAME: &'static str = "laminar";
+    const MIRROR_WALL: bool = true;
     #[inline(always)]
     fn acc(&self, g: &PairGeom, rho_i: f32, rho_j: f32, m_j: f32) -> V3 {
         morris_laminar(self.nu, rho_i, rho_j, m_j, g.r, g.r2, self.eta2, g.gw, g.v)
@@ -145,4 +150,31 @@ impl DiffusionModel for Fourtakas {
             self.inv_gamma,
         )
     }
+}
+
+/// A particle shifting model: whether the force pass accumulates the concentration gradient
+/// and position divergence that the update turns into a shift.
+pub trait ShiftingModel: Copy + Send + Sync + 'static {
+    /// Name used in logs and NVRTC defines.
+    const NAME: &'static str;
+    /// False for [`NoShifting`].
+    const ON: bool;
+}
+
+/// No shifting.
+#[derive(Debug, Clone, Copy)]
+pub struct NoShifting;
+
+impl ShiftingModel for NoShifting {
+    const NAME: &'static str = "none";
+    const ON: bool = false;
+}
+
+/// Lind et al. (2012) shifting.
+#[derive(Debug, Clone, Copy)]
+pub struct LindShifting;
+
+impl ShiftingModel for LindShifting {
+    const NAME: &'static str = "lind";
+    const ON: bool = true;
 }

@@ -3,7 +3,8 @@
 
 use super::kernel::{CubicSpline, SmoothingKernel, WendlandC2};
 use super::options::*;
-use crate::case::{Case, Diffusion, Viscosity};
+use super::viscosity::morris_wall_factor;
+use crate::case::{Case, Diffusion, Shifting, Viscosity};
 use crate::config::KernelKind;
 use crate::V3;
 
@@ -18,6 +19,8 @@ pub struct PairParticle {
     pub p: f32,
     /// Mass.
     pub m: f32,
+    /// Boundary particles with [`ViscosityModel::MIRROR_WALL`]: wall normal and distance.
+    pub wall: [f32; 4],
 }
 
 /// What the loop accumulates for particle i.
@@ -29,12 +32,16 @@ pub struct Accum {
     pub drho: f32,
     /// Largest `h |v_ij . r_ij| / (r² + eta²)` over the pairs (time-step criterion).
     pub visc_max: f32,
+    /// Shifting: concentration gradient `sum V_j grad W`.
+    pub grad_c: V3,
+    /// Shifting: position divergence `-sum V_j r_ij . grad W`.
+    pub div_r: f32,
 }
 
-/// The compile-time selected formula set of a case: kernel K, viscosity V, diffusion D, and
-/// the dimension DIM (2 or 3).
+/// The compile-time selected formula set of a case: kernel K, viscosity V, diffusion D,
+/// shifting S, and the dimension DIM (2 or 3).
 #[derive(Debug, Clone, Copy)]
-pub struct Physics<K, V, D, const DIM: usize> {
+pub struct Physics<K, V, D, S, const DIM: usize> {
     /// Kernel with its constants.
     pub kernel: K,
     /// Viscosity model.
@@ -47,9 +54,13 @@ pub struct Physics<K, V, D, const DIM: usize> {
     pub support2: f32,
     /// `eta² = 0.01 h²`.
     pub eta2: f32,
+    /// Shifting marker.
+    pub shift: S,
 }
 
-impl<K: SmoothingKernel, V: ViscosityModel, D: DiffusionModel, const DIM: usize> Physics<K, V, D, DIM> {
+impl<K: SmoothingKernel, V: ViscosityModel, D: DiffusionModel, S: ShiftingModel, const DIM: usize>
+    Physics<K, V, D, S, DIM>
+{
     /// Geometry of a pair at separation r (within the support, r² > 0).
     #[inline(always)]
     pub fn geom(&self, r: V3, r2: f32, vi: V3, vj: V3) -> PairGeom {
@@ -65,10 +76,21 @@ impl<K: SmoothingKernel, V: ViscosityModel, D: DiffusionModel, const DIM: usize>
         let g = self.geom(r, r2, pi.vel, pj.vel);
         let p_term = (pi.p + pj.p) / (pi.rho * pj.rho);
         out.acc -= g.gw * (pj.m * p_term);
-        out.acc += self.visc.acc(&g, pi.rho, pj.rho, pj.m);
+        if V::MIRROR_WALL && !j_fluid {
+            let beta = morris_wall_factor(V3::from4(pj.wall), pj.wall[3], r);
+            let gm = PairGeom { v: g.v * beta, vr: g.vr * beta, ..g };
+            out.acc += self.visc.acc(&gm, pi.rho, pj.rho, pj.m);
+        } else {
+            out.acc += self.visc.acc(&g, pi.rho, pj.rho, pj.m);
+        }
         out.drho += pj.m * g.v.dot(g.gw);
         if D::ON && j_fluid {
             out.drho += self.diff.rate(&g, pi.rho, pj.rho, pj.m / pj.rho);
+        }
+        if S::ON {
+            let vol = pj.m / pj.rho;
+            out.grad_c += g.gw * vol;
+            out.div_r -= vol * r.dot(g.gw);
         }
         out.visc_max = out.visc_max.max((self.h * g.vr / (r2 + self.eta2)).abs());
     }
@@ -86,9 +108,9 @@ pub trait WithPhysics {
     /// What the call returns.
     type Output;
     /// Called with the monomorphised formula set.
-    fn call<K: SmoothingKernel, V: ViscosityModel, D: DiffusionModel, const DIM: usize>(
+    fn call<K: SmoothingKernel, V: ViscosityModel, D: DiffusionModel, S: ShiftingModel, const DIM: usize>(
         self,
-        p: Physics<K, V, D, DIM>,
+        p: Physics<K, V, D, S, DIM>,
     ) -> Self::Output;
 }
 
@@ -140,12 +162,25 @@ fn dispatch_d<K: SmoothingKernel, V: ViscosityModel, D: DiffusionModel, F: WithP
     diff: D,
     f: F,
 ) -> F::Output {
+    match case.shifting {
+        Shifting::None => dispatch_s::<K, V, D, _, F>(case, visc, diff, NoShifting, f),
+        Shifting::Lind { .. } => dispatch_s::<K, V, D, _, F>(case, visc, diff, LindShifting, f),
+    }
+}
+
+fn dispatch_s<K: SmoothingKernel, V: ViscosityModel, D: DiffusionModel, S: ShiftingModel, F: WithPhysics>(
+    case: &Case,
+    visc: V,
+    diff: D,
+    shift: S,
+    f: F,
+) -> F::Output {
     let h = case.h as f32;
     let kernel = K::new(case.h, case.dim);
     let (support2, eta2) = (4.0 * h * h, 0.01 * h * h);
     if case.dim == 2 {
-        f.call(Physics::<K, V, D, 2> { kernel, visc, diff, h, support2, eta2 })
+        f.call(Physics::<K, V, D, S, 2> { kernel, visc, diff, h, support2, eta2, shift })
     } else {
-        f.call(Physics::<K, V, D, 3> { kernel, visc, diff, h, support2, eta2 })
+        f.call(Physics::<K, V, D, S, 3> { kernel, visc, diff, h, support2, eta2, shift })
     }
 }

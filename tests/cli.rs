@@ -1,0 +1,539 @@
+//! Integration tests of the `surge` binary, run as a user runs it: `surge check` and short
+//! `surge run`s on every shipped case in `configs/` (a new config is covered automatically),
+//! output files, `--set` overrides, the broken cases of `tests/cases/broken/` (each must fail
+//! with exit code 2 and one clear `error:` line naming the file and the field), an
+//! unwritable output folder, and a run that diverges.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+use surge_core::Case;
+
+const BIN: &str = env!("CARGO_BIN_EXE_surge");
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+/// Exit code of a bad case file or bad arguments.
+const EXIT_BAD_INPUT: i32 = 2;
+/// Exit code of a run that diverged or could not write its output.
+const EXIT_RUN_FAILED: i32 = 1;
+
+/// Particles above which a config needs an entry in [`quick_overrides`] to keep this test fast.
+const QUICK_MAX_PARTICLES: usize = 30_000;
+
+/// Extra `--set`s that make a shipped config small enough for a smoke run (dp overrides are
+/// how users make quick runs), and the step cap.
+fn quick_overrides(stem: &str) -> (Vec<String>, u64) {
+    match stem {
+        "dam_break_3d" => (vec!["dp=0.08".into()], 10),
+        _ => (vec![], 20),
+    }
+}
+
+/// The broken cases of `tests/cases/broken/` and what their error must say (besides the file
+/// name). Every file there must be listed here, and every entry must have its file.
+const BROKEN: &[(&str, &[&str])] = &[
+    ("unknown_key_top.toml", &["field `dpp`", "unknown field `dpp`", "`dp`"]),
+    ("unknown_key_nested.toml", &["field `physics.viscosty`", "unknown field `viscosty`", "`viscosity`"]),
+    ("wrong_type.toml", &["field `dp`", "invalid type", "\"small\""]),
+    ("dp_larger_than_box.toml", &["field `fluid[0]`", "smaller than dp = 0.5", "no particle fits"]),
+    ("fluid_overlaps_wall.toml", &["field `fluid[0]`", "overlaps the particle layers of wall[0]"]),
+    ("fluid_overlaps_obstacle.toml", &["field `fluid[0]`", "overlaps obstacle[0]"]),
+    ("overlapping_fluid.toml", &["field `fluid[1]`", "overlaps fluid[0]"]),
+    ("no_fluid.toml", &["field `fluid`", "nothing to simulate"]),
+    ("missing_time_end.toml", &["field `time`", "missing field `end`"]),
+    ("missing_time_table.toml", &["missing field `time`"]),
+    ("vector_wrong_len.toml", &["field `physics.body_force`", "expected 2 numbers", "found 3"]),
+    ("unknown_kernel.toml", &["field `physics.kernel`", "`gauss`", "`wendland_c2`", "`cubic_spline`"]),
+    ("c0_and_c0_coef.toml", &["field `physics.eos`", "either c0 or c0_coef, not both"]),
+    ("negative_cfl.toml", &["field `time.cfl`", "positive", "-0.2"]),
+    ("negative_dt_max.toml", &["field `time.dt_max`", "positive", "-0.0001"]),
+    ("negative_end_time.toml", &["field `time.end`", "positive", "-1"]),
+    ("periodic_too_short.toml", &["field `domain.periodic`", "periodic axis x", "less than 3 cells"]),
+    ("periodic_axis_z_in_2d.toml", &["field `domain.periodic`", "axis z does not exist in a 2D case"]),
+    ("geometry_outside_domain.toml", &["field `domain`", "along y", "outside the domain"]),
+    ("unknown_face.toml", &["field `wall[0].faces`", "unknown face `bottom`", "x-, x+, y-, y+"]),
+    ("unknown_gauge_kind.toml", &["field `gauge[0].kind`", "`velocity`", "`pressure`"]),
+    ("duplicate_gauge_name.toml", &["field `gauge[1].name`", "already named `p`"]),
+    ("invalid_syntax.toml", &["not valid TOML", "unclosed table", "line 7"]),
+    ("duplicate_key.toml", &["not valid TOML", "duplicate key", "line 6"]),
+];
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+
+/// A fresh, empty folder for one test, removed when the test passes and kept for a look when
+/// it fails.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> TempDir {
+        let dir = std::env::temp_dir().join(format!("surge-cli-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+impl std::ops::Deref for TempDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+/// What a run of the binary gave.
+struct Out {
+    args: Vec<String>,
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+impl Out {
+    /// For assertion messages.
+    fn describe(&self) -> String {
+        format!(
+            "surge {}\nexit code: {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            self.args.join(" "),
+            self.code,
+            self.stdout,
+            self.stderr
+        )
+    }
+
+    fn assert_code(&self, code: i32) {
+        assert_eq!(self.code, Some(code), "unexpected exit code\n{}", self.describe());
+    }
+
+    fn assert_no_panic(&self) {
+        assert!(!self.stderr.contains("panicked"), "the binary panicked\n{}", self.describe());
+        assert!(!self.stderr.contains("RUST_BACKTRACE"), "the binary panicked\n{}", self.describe());
+    }
+
+    /// stderr is exactly one line, `error: ...`; returns it.
+    fn single_error_line(&self) -> &str {
+        let lines: Vec<&str> = self.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert_eq!(lines.len(), 1, "expected exactly one line on stderr\n{}", self.describe());
+        assert!(lines[0].starts_with("error: "), "stderr must start with `error: `\n{}", self.describe());
+        lines[0]
+    }
+
+    /// The last `error:` line of stderr (after any log lines of a run that had started).
+    fn last_error_line(&self) -> &str {
+        let last = self.stderr.lines().rfind(|l| !l.trim().is_empty()).unwrap_or("");
+        assert!(last.starts_with("error: "), "the last line of stderr must start with `error: `\n{}", self.describe());
+        let errors = self.stderr.lines().filter(|l| l.starts_with("error:")).count();
+        assert_eq!(errors, 1, "expected one error line\n{}", self.describe());
+        last
+    }
+}
+
+fn surge<S: AsRef<str>>(args: &[S]) -> Out {
+    let args: Vec<String> = args.iter().map(|a| a.as_ref().to_string()).collect();
+    let out = Command::new(BIN)
+        .args(&args)
+        .current_dir(ROOT)
+        .env_remove("SURGE_LOG")
+        .env_remove("RUST_BACKTRACE")
+        .output()
+        .expect("the surge binary starts");
+    Out {
+        args,
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn root() -> &'static Path {
+    Path::new(ROOT)
+}
+
+fn stem(path: &Path) -> String {
+    path.file_stem().unwrap().to_string_lossy().into_owned()
+}
+
+/// Every `.toml` file of a folder, sorted.
+fn toml_files(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    v.sort();
+    v
+}
+
+fn configs() -> Vec<PathBuf> {
+    let v = toml_files(&root().join("configs"));
+    assert!(!v.is_empty(), "no configs/*.toml found");
+    v
+}
+
+fn read_json(path: &Path) -> Value {
+    let text = fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}\n{text}", path.display()))
+}
+
+/// Every file under `dir`, recursively.
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(entries) = fs::read_dir(dir) {
+        for e in entries {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                out.extend(files_under(&p));
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// No `.tmp` file of an atomic write is left behind.
+fn assert_no_tmp(dir: &Path) {
+    let tmp: Vec<_> = files_under(dir).into_iter().filter(|p| p.to_string_lossy().ends_with(".tmp")).collect();
+    assert!(tmp.is_empty(), "temporary files left in {}: {tmp:?}", dir.display());
+}
+
+/// Short-run arguments for a config: frames at 0, end/2 and end, gauge rows every end/4,
+/// where end is a few of the case's first time steps; capped at `max_steps` steps.
+fn quick_args(config: &Path, out: &Path, extra: &[&str]) -> (Vec<String>, Case) {
+    let (mut sets, max_steps) = quick_overrides(&stem(config));
+    sets.extend(extra.iter().map(|s| s.to_string()));
+    let case = Case::from_file(config, &sets).unwrap_or_else(|e| panic!("{e}"));
+    let n = surge_core::geometry::fill(&case).len();
+    assert!(
+        n <= QUICK_MAX_PARTICLES,
+        "{}: {n} particles is too many for a smoke run; add a dp override in quick_overrides()",
+        config.display()
+    );
+    let end = 6.0 * case.initial_dt();
+    sets.extend([
+        format!("time.end={end:e}"),
+        format!("output.interval={:e}", end / 2.0),
+        format!("output.gauge_interval={:e}", end / 4.0),
+    ]);
+    // The run's overrides change the case: read it again as the binary will.
+    let case = Case::from_file(config, &sets).unwrap_or_else(|e| panic!("{e}"));
+    let mut args = vec!["run".to_string(), config.display().to_string(), "--quiet".into()];
+    args.extend(["--out".to_string(), out.display().to_string()]);
+    args.extend(["--max-steps".to_string(), max_steps.to_string()]);
+    for s in sets {
+        args.extend(["--set".to_string(), s]);
+    }
+    (args, case)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shipped configs
+
+#[test]
+fn check_every_config() {
+    for config in configs() {
+        let out = surge(&["check", &config.display().to_string()]);
+        out.assert_code(0);
+        out.assert_no_panic();
+        for want in ["particles", "first dt"] {
+            assert!(out.stdout.contains(want), "`{want}` missing from the output\n{}", out.describe());
+        }
+    }
+}
+
+#[test]
+fn run_every_config_briefly() {
+    let tmp = TempDir::new("run_every_config");
+    for config in configs() {
+        let dir = tmp.join(stem(&config));
+        let (args, case) = quick_args(&config, &dir, &[]);
+        let (_, max_steps) = quick_overrides(&stem(&config));
+        let out = surge(&args);
+        out.assert_code(0);
+        out.assert_no_panic();
+        let name = &case.name;
+        let ctx = out.describe();
+
+        let pvd = dir.join(format!("{name}.pvd"));
+        let frame0 = dir.join("frames").join(format!("{name}_00000.vtu"));
+        assert!(pvd.is_file(), "{} missing\n{ctx}", pvd.display());
+        assert!(frame0.is_file(), "{} missing\n{ctx}", frame0.display());
+        let pvd_text = fs::read_to_string(&pvd).unwrap();
+        assert!(pvd_text.contains(&format!("frames/{name}_00000.vtu")), "{pvd_text}");
+
+        let s = read_json(&dir.join("summary.json"));
+        for key in [
+            "particles",
+            "fluid_particles",
+            "steps",
+            "sim_time",
+            "wall_seconds",
+            "particle_steps_per_second",
+            "bytes_per_particle",
+            "backend",
+            "workers",
+        ] {
+            assert!(s.get(key).is_some(), "summary.json has no `{key}`: {s:#}\n{ctx}");
+        }
+        assert_eq!(s["status"], "completed", "{s:#}\n{ctx}");
+        let particles = s["particles"].as_u64().unwrap();
+        let fluid = s["fluid_particles"].as_u64().unwrap();
+        let steps = s["steps"].as_u64().unwrap();
+        assert!(fluid > 0 && fluid <= particles, "{s:#}");
+        assert!(steps > 0 && steps <= max_steps, "{s:#}");
+        assert!(s["sim_time"].as_f64().unwrap() > 0.0, "{s:#}");
+        assert!(s["sim_time"].as_f64().unwrap() <= case.end_time * (1.0 + 1e-9), "{s:#}");
+        assert!(s["workers"].as_u64().unwrap() >= 1, "{s:#}");
+        assert!(!s["backend"].as_str().unwrap().is_empty(), "{s:#}");
+
+        let vtu = surge_io::read_vtu(&frame0).unwrap();
+        assert_eq!(vtu.points.len() as u64, particles, "{}", frame0.display());
+
+        if !case.gauges.is_empty() {
+            let text = fs::read_to_string(dir.join("gauges.csv")).expect("gauges.csv");
+            let mut lines = text.lines();
+            let names: Vec<&str> = case.gauges.iter().map(|g| g.name()).collect();
+            assert_eq!(lines.next(), Some(format!("time,{}", names.join(",")).as_str()), "{name}: {text}");
+            let rows: Vec<&str> = lines.collect();
+            assert!(rows.len() >= 2, "{name}: expected at least 2 gauge rows\n{text}\n{ctx}");
+            for row in rows {
+                let fields: Vec<&str> = row.split(',').collect();
+                assert_eq!(fields.len(), names.len() + 1, "{name}: row {row:?}");
+                assert!(fields.iter().all(|f| f.parse::<f64>().is_ok()), "{name}: row {row:?}");
+            }
+        }
+        assert_no_tmp(&dir);
+    }
+}
+
+#[test]
+fn csv_frames_2d_and_3d() {
+    let tmp = TempDir::new("csv_frames");
+    for (config, header) in [
+        ("configs/dam_break_2d.toml", "id,kind,x,y,vx,vy,rho,p"),
+        ("configs/dam_break_3d.toml", "id,kind,x,y,z,vx,vy,vz,rho,p"),
+    ] {
+        let config = root().join(config);
+        let dir = tmp.join(stem(&config));
+        let (args, case) = quick_args(&config, &dir, &[r#"output.formats=["vtu","csv"]"#]);
+        let out = surge(&args);
+        out.assert_code(0);
+        let frames = dir.join("frames");
+        assert!(frames.join(format!("{}_00000.vtu", case.name)).is_file(), "{}", out.describe());
+        let csv = frames.join(format!("{}_00000.csv", case.name));
+        let text = fs::read_to_string(&csv).unwrap_or_else(|e| panic!("{}: {e}\n{}", csv.display(), out.describe()));
+        let mut lines = text.lines();
+        assert_eq!(lines.next(), Some(header), "{}", csv.display());
+        let columns = header.split(',').count();
+        let (mut fluid, mut boundary) = (0u64, 0u64);
+        for line in lines {
+            let f: Vec<&str> = line.split(',').collect();
+            assert_eq!(f.len(), columns, "{}: {line:?}", csv.display());
+            match f[1] {
+                "fluid" => fluid += 1,
+                "boundary" => boundary += 1,
+                k => panic!("{}: unknown kind {k:?} in {line:?}", csv.display()),
+            }
+        }
+        let s = read_json(&dir.join("summary.json"));
+        assert_eq!(fluid, s["fluid_particles"].as_u64().unwrap(), "{s:#}");
+        assert_eq!(fluid + boundary, s["particles"].as_u64().unwrap(), "{s:#}");
+        assert!(boundary > 0, "the dam breaks have walls");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Overrides
+
+#[test]
+fn set_overrides_change_the_run() {
+    let tmp = TempDir::new("set_overrides");
+    let config = root().join("configs/dam_break_2d.toml");
+    let c = config.display().to_string();
+    let out = surge(&["run", &c, "--quiet", "--out", &tmp.display().to_string(), "--set", "time.end=0.001"]);
+    out.assert_code(0);
+    let s = read_json(&tmp.join("summary.json"));
+    assert_eq!(s["status"], "completed", "{s:#}");
+    assert!((s["sim_time"].as_f64().unwrap() - 0.001).abs() < 1e-12, "{s:#}");
+    assert!((s["end_time"].as_f64().unwrap() - 0.001).abs() < 1e-12, "{s:#}");
+
+    // dp changes the particle count that `check` reports.
+    let particles = |out: &Out| -> u64 {
+        let line = out.stdout.lines().find(|l| l.starts_with("particles")).expect("a particles line");
+        line.split_whitespace().nth(1).unwrap().parse().unwrap()
+    };
+    let fine = surge(&["check", &c]);
+    let coarse = surge(&["check", &c, "--set", "dp=0.04"]);
+    fine.assert_code(0);
+    coarse.assert_code(0);
+    assert!(particles(&coarse) < particles(&fine) / 3, "{}\n{}", fine.describe(), coarse.describe());
+}
+
+#[test]
+fn bad_overrides_fail_clearly() {
+    let tmp = TempDir::new("bad_overrides");
+    let c = root().join("configs/dam_break_2d.toml").display().to_string();
+    for (set, want) in [
+        ("time.nope=1", &["time.nope", "unknown field `nope`"][..]),
+        ("physics.eos.c00=1", &["physics.eos.c00", "unknown field `c00`"]),
+        ("dp", &["KEY.PATH=VALUE"]),
+        ("dp=small", &["field `dp`", "invalid type"]),
+        ("fluid.5.min=[0, 0]", &["fluid.5.min", "index 5"]),
+    ] {
+        let out_dir = tmp.join("out");
+        for out in [
+            surge(&["check", &c, "--set", set]),
+            surge(&["run", &c, "--quiet", "--out", &out_dir.display().to_string(), "--set", set]),
+        ] {
+            out.assert_code(EXIT_BAD_INPUT);
+            out.assert_no_panic();
+            let line = out.single_error_line();
+            for w in want {
+                assert!(line.contains(w), "`{w}` missing from the error\n{}", out.describe());
+            }
+        }
+        assert!(files_under(&out_dir).is_empty(), "a failed --set left files: {:?}", files_under(&out_dir));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bad input
+
+#[test]
+fn broken_cases_table_matches_the_folder() {
+    let dir = root().join("tests/cases/broken");
+    let on_disk: Vec<String> =
+        toml_files(&dir).iter().map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
+    let mut listed: Vec<String> = BROKEN.iter().map(|(f, _)| f.to_string()).collect();
+    listed.sort();
+    assert_eq!(on_disk, listed, "every file of tests/cases/broken/ needs its expected error in BROKEN, and back");
+}
+
+#[test]
+fn broken_cases_fail_with_one_clear_line() {
+    let tmp = TempDir::new("broken");
+    let mut failures = Vec::new();
+    for (file, want) in BROKEN {
+        let path = root().join("tests/cases/broken").join(file);
+        let p = path.display().to_string();
+        let out_dir = tmp.join(file.trim_end_matches(".toml"));
+        for out in [surge(&["check", &p]), surge(&["run", &p, "--quiet", "--out", &out_dir.display().to_string()])] {
+            let r = std::panic::catch_unwind(|| {
+                out.assert_code(EXIT_BAD_INPUT);
+                out.assert_no_panic();
+                let line = out.single_error_line();
+                assert!(line.contains(file), "the error does not name the file `{file}`\n{}", out.describe());
+                for w in *want {
+                    assert!(line.contains(w), "`{w}` missing from the error\n{}", out.describe());
+                }
+            });
+            if let Err(e) = r {
+                let msg = e
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default();
+                failures.push(format!("{file}: {msg}"));
+            }
+        }
+        // A case that does not validate must not leave a frame, whole or half-written.
+        let frames: Vec<_> = files_under(&out_dir)
+            .into_iter()
+            .filter(|p| {
+                let s = p.to_string_lossy();
+                s.ends_with(".vtu") || s.ends_with(".csv") || s.ends_with(".tmp") || s.ends_with(".pvd")
+            })
+            .collect();
+        if !frames.is_empty() {
+            failures.push(format!("{file}: `surge run` left frame files {frames:?}"));
+        }
+    }
+    assert!(failures.is_empty(), "{} broken case(s) misbehaved:\n\n{}", failures.len(), failures.join("\n\n"));
+}
+
+#[test]
+fn missing_case_file() {
+    let tmp = TempDir::new("missing_case");
+    let path = tmp.join("no_such_case.toml");
+    let p = path.display().to_string();
+    for out in [surge(&["check", &p]), surge(&["run", &p, "--quiet", "--out", &tmp.join("out").display().to_string()])]
+    {
+        out.assert_code(EXIT_BAD_INPUT);
+        out.assert_no_panic();
+        let line = out.single_error_line();
+        assert!(line.contains(&p), "the error does not name the file\n{}", out.describe());
+        assert!(line.contains("cannot read"), "{}", out.describe());
+    }
+    assert!(!tmp.join("out").exists());
+}
+
+#[test]
+fn unwritable_output_directory() {
+    let tmp = TempDir::new("unwritable_out");
+    let file = tmp.join("regular_file");
+    fs::write(&file, b"not a folder").unwrap();
+    let c = root().join("configs/couette_2d.toml").display().to_string();
+    for out_dir in [file.join("sub"), file.clone()] {
+        let out = surge(&["run", &c, "--quiet", "--max-steps", "5", "--out", &out_dir.display().to_string()]);
+        assert!(out.code.is_some_and(|c| c != 0), "expected a failure\n{}", out.describe());
+        out.assert_no_panic();
+        let line = out.last_error_line();
+        assert!(line.contains(&file.display().to_string()), "the error does not name the path\n{}", out.describe());
+    }
+    assert_eq!(fs::read(&file).unwrap(), b"not a folder", "the file in the way was changed");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Divergence
+
+#[test]
+fn diverging_run_keeps_frames_and_writes_a_diagnosis_frame() {
+    let tmp = TempDir::new("diverge");
+    let config = root().join("tests/cases/diverge_2d.toml");
+    let out = surge(&["run", &config.display().to_string(), "--quiet", "--out", &tmp.display().to_string()]);
+    out.assert_code(EXIT_RUN_FAILED);
+    out.assert_no_panic();
+    let line = out.last_error_line();
+    for w in ["step", "particle", "diverged"] {
+        assert!(line.contains(w), "`{w}` missing from the error\n{}", out.describe());
+    }
+
+    let s = read_json(&tmp.join("summary.json"));
+    assert_eq!(s["status"], "diverged", "{s:#}");
+    let message = s["message"].as_str().expect("a message in summary.json");
+    assert!(message.contains("step") && message.contains("particle"), "{s:#}");
+
+    // The regular frames (counted in the summary) and one diagnosis frame after them.
+    let regular = s["frames"].as_u64().unwrap() as usize;
+    assert!(regular >= 2, "expected some frames before the divergence: {s:#}\n{}", out.describe());
+    let vtus: Vec<PathBuf> =
+        files_under(&tmp.join("frames")).into_iter().filter(|p| p.extension().is_some_and(|x| x == "vtu")).collect();
+    let expected: Vec<PathBuf> =
+        (0..=regular).map(|i| tmp.join("frames").join(format!("diverge_2d_{i:05}.vtu"))).collect();
+    assert_eq!(vtus, expected, "{s:#}\n{}", out.describe());
+    let diagnosis = expected.last().unwrap();
+    assert!(
+        line.contains(&diagnosis.display().to_string()),
+        "the error does not name the diagnosis frame\n{}",
+        out.describe()
+    );
+    let pvd = fs::read_to_string(tmp.join("diverge_2d.pvd")).unwrap();
+    for i in 0..=regular {
+        assert!(pvd.contains(&format!("frames/diverge_2d_{i:05}.vtu")), "{pvd}");
+    }
+    for f in &vtus {
+        surge_io::read_vtu(f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+    }
+    assert_no_tmp(&tmp);
+}
