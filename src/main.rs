@@ -47,7 +47,7 @@ enum Command {
         /// Stop after this many steps (smoke tests).
         #[arg(long)]
         max_steps: Option<u64>,
-        /// No progress bar or periodic log lines.
+        /// Print warnings and errors only: no progress bar or log lines.
         #[arg(long, short)]
         quiet: bool,
     },
@@ -107,11 +107,13 @@ struct Failure(u8, String);
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let quiet = matches!(cli.command, Command::Run { quiet: true, .. });
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("SURGE_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(if quiet { "warn" } else { "info" })),
         )
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)
         .with_target(false)
         .without_time()

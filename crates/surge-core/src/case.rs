@@ -519,17 +519,9 @@ impl Case {
                     }
                     periodic[ax.index()] = true;
                 }
-                // The same test as `Grid::new`, here so that the error names the field.
-                let min_cell = 2.0 * h * (1.0 + crate::grid::SKIN_FRACTION);
-                if let Some(a) = (0..dim).find(|&a| periodic[a] && ((b.max[a] - b.min[a]) / min_cell).floor() < 3.0) {
-                    return Err(c.err(
-                        "domain.periodic",
-                        format!(
-                            "the periodic axis {} is {} m long, less than 3 cells of {min_cell:.4} m (2h plus skin); make the domain longer or dp smaller",
-                            AXES[a],
-                            b.max[a] - b.min[a]
-                        ),
-                    ));
+                for a in (0..dim).filter(|&a| periodic[a]) {
+                    crate::grid::axis_cells(b.max[a] - b.min[a], 2.0 * h, true)
+                        .map_err(|e| c.err("domain.periodic", format!("periodic axis {}: {e}", AXES[a])))?;
                 }
                 if !b.contains_box(&geometry_box, dim) {
                     let a = (0..dim)

@@ -11,6 +11,28 @@ use crate::case::Case;
 /// Neighbour lists stay valid until some particle has moved half the skin.
 pub const SKIN_FRACTION: f64 = 0.15;
 
+/// Cell count and cell size (exactly representable in float32) along an axis of length
+/// `len` for kernel support `support`. A periodic axis holds a whole number of cells, at least
+/// three so the stencil never meets a cell twice.
+pub fn axis_cells(len: f64, support: f64, periodic: bool) -> Result<(i32, f64), String> {
+    let min_cell = support * (1.0 + SKIN_FRACTION);
+    let (k, cell) = if periodic {
+        let k = (len / min_cell).floor();
+        if k < 3.0 {
+            return Err(format!(
+                "{len} m long, less than 3 cells of {min_cell:.4} m (2h plus skin); make the domain longer or dp smaller"
+            ));
+        }
+        (k, len / k)
+    } else {
+        ((len / min_cell).ceil().max(1.0), min_cell)
+    };
+    if k > (i32::MAX / 4) as f64 {
+        return Err(format!("{k} cells of {min_cell} m: too many"));
+    }
+    Ok((k as i32, cell as f32 as f64))
+}
+
 /// Cell geometry of a case.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Grid {
@@ -36,29 +58,13 @@ impl Grid {
     /// The grid of a case, with `split_axis` varying slowest in the key order.
     pub fn new(case: &Case, split_axis: usize) -> Result<Grid, String> {
         let support = 2.0 * case.h;
-        let min_cell = support * (1.0 + SKIN_FRACTION);
-        let mut cell = [min_cell; 3];
+        let mut cell = [support * (1.0 + SKIN_FRACTION); 3];
         let mut n = [1i32; 3];
         for a in 0..case.dim {
-            let len = case.domain.max[a] - case.domain.min[a];
-            if case.periodic[a] {
-                let k = (len / min_cell).floor();
-                if k < 3.0 {
-                    return Err(format!(
-                        "the periodic axis {} is {len} m long, less than 3 cells of {min_cell:.4} m (2h plus skin); make the domain longer or dp smaller",
-                        ["x", "y", "z"][a]
-                    ));
-                }
-                n[a] = k as i32;
-                cell[a] = len / k;
-            } else {
-                let k = (len / min_cell).ceil().max(1.0);
-                if k > i32::MAX as f64 / 4.0 {
-                    return Err(format!("the domain has {k} cells along {}: too many", ["x", "y", "z"][a]));
-                }
-                n[a] = k as i32;
-            }
-            cell[a] = cell[a] as f32 as f64;
+            (n[a], cell[a]) = axis_cells(case.domain.max[a] - case.domain.min[a], 2.0 * case.h, case.periodic[a])
+                .map_err(|e| {
+                    format!("{}axis {}: {e}", if case.periodic[a] { "periodic " } else { "" }, ["x", "y", "z"][a])
+                })?;
         }
         let mut order = [split_axis, 0, 0];
         let mut k = 1;

@@ -86,7 +86,7 @@ enum Msg {
     Frame { index: u32, time: f64, snap: Snapshot },
     Gauges { time: f64, values: Vec<f64> },
     Progress(Progress),
-    Failed { error: Diverged, snap: Snapshot },
+    Failed { error: Diverged, snap: Snapshot, steps: u64, wall: f64 },
     Done { steps: u64, time: f64, wall: f64 },
 }
 
@@ -147,7 +147,10 @@ pub fn run(
                     }
                 }
                 Msg::Progress(p) => obs.progress(&p),
-                Msg::Failed { error, snap } => {
+                Msg::Failed { error, snap, steps, wall } => {
+                    summary.steps = steps;
+                    summary.sim_time = error.time;
+                    summary.wall_seconds = wall;
                     let files = frames.write_frame(summary.frames as u32, error.time, &snap)?;
                     summary.status = "diverged".into();
                     summary.message = Some(error.to_string());
@@ -256,7 +259,8 @@ fn worker_loop(mut sim: Simulation, opts: &RunOptions, tx: &mpsc::SyncSender<Msg
         }
         let limit = end.min(frame.time()).min(if sim.case().gauges.is_empty() { end } else { gauge.time() });
         if let Err(error) = sim.step(limit) {
-            send(Msg::Failed { error, snap: sim.snapshot() });
+            let (steps, wall) = (sim.steps(), start.elapsed().as_secs_f64());
+            send(Msg::Failed { error, snap: sim.snapshot(), steps, wall });
             return;
         }
     }
