@@ -149,7 +149,7 @@ fn cmd_check(path: &Path, common: &Common) -> Result<(), Failure> {
     let filled = fill(&case);
     let n = filled.len();
     let fluid = filled.fluid_count();
-    let bpp = cpu_bytes_per_particle(n, grid.cell_count());
+    let bpp = surge_cpu::bytes_per_particle(BufferSet::for_case(&case), n, grid.cell_count());
     let visc = match case.viscosity {
         Viscosity::Artificial { alpha } => format!("artificial (alpha {alpha})"),
         Viscosity::Laminar { nu } => format!("laminar (nu {nu} m²/s)"),
@@ -193,11 +193,6 @@ fn cmd_check(path: &Path, common: &Common) -> Result<(), Failure> {
     );
     println!("ok");
     Ok(())
-}
-
-/// Memory of the CPU backend: every buffer, the sort target for conserved ones, 8 bytes per cell.
-fn cpu_bytes_per_particle(n: usize, cells: usize) -> usize {
-    BufferSet::all().bytes_per_particle() + BufferSet::conserved().bytes_per_particle() + 8 * cells / n.max(1)
 }
 
 fn cmd_run(

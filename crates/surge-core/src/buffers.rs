@@ -62,19 +62,18 @@ macro_rules! buffers {
             pub fn zeroed(n: usize) -> Self {
                 Self { $( $field: vec![<$ty>::zeroed(); n], )* }
             }
-            /// Arrays of n zeroed elements for the conserved buffers, empty scratch buffers: the
-            /// target of [`ParticleArrays::permute_conserved`].
-            pub fn zeroed_conserved(n: usize) -> Self {
-                Self { $( $field: if $conserved { vec![<$ty>::zeroed(); n] } else { Vec::new() }, )* }
+            /// Arrays of n zeroed elements for the buffers in `set`, empty ones for the others.
+            pub fn with_buffers(n: usize, set: BufferSet) -> Self {
+                Self { $( $field: if set.contains(BufferId::$variant) { vec![<$ty>::zeroed(); n] } else { Vec::new() }, )* }
             }
             /// Number of particles.
             pub fn len(&self) -> usize { self.info.len() }
             /// True when there are no particles.
             pub fn is_empty(&self) -> bool { self.info.is_empty() }
-            /// Re-order every conserved buffer: element k becomes old element `perm[k]`.
-            /// `scratch` must have the same length; its conserved contents are clobbered.
+            /// Re-order every allocated conserved buffer: element k becomes old element
+            /// `perm[k]`. `scratch` holds the same conserved buffers; its contents are clobbered.
             pub fn permute_conserved(&mut self, perm: &[u32], scratch: &mut Self) {
-                $( if $conserved {
+                $( if $conserved && !self.$field.is_empty() {
                     for (d, &p) in scratch.$field.iter_mut().zip(perm) { *d = self.$field[p as usize]; }
                     std::mem::swap(&mut self.$field, &mut scratch.$field);
                 } )*
@@ -128,6 +127,27 @@ impl BufferSet {
     pub fn conserved() -> Self {
         BufferSet(BufferId::ALL.iter().filter(|b| b.conserved()).fold(0, |m, b| m | b.bit()))
     }
+    /// The buffers both sets hold.
+    pub fn and(self, o: BufferSet) -> Self {
+        BufferSet(self.0 & o.0)
+    }
+    /// The buffers a case needs: wall normals only with laminar viscosity (Morris no-slip),
+    /// shifting sums only with shifting, the step-start positions only for the symplectic
+    /// scheme.
+    pub fn for_case(case: &crate::Case) -> Self {
+        use crate::case::{Shifting, Viscosity};
+        let mut s = Self::all().0;
+        if !matches!(case.viscosity, Viscosity::Laminar { .. }) {
+            s &= !BufferId::Wall.bit();
+        }
+        if case.shifting == Shifting::None {
+            s &= !BufferId::Shift.bit();
+        }
+        if case.scheme != crate::config::Scheme::Symplectic {
+            s &= !BufferId::PosPrev.bit();
+        }
+        BufferSet(s)
+    }
     /// Bytes per particle of the buffers in the set.
     pub fn bytes_per_particle(self) -> usize {
         BufferId::ALL.iter().filter(|b| self.contains(**b)).map(|b| b.elem_bytes()).sum()
@@ -145,7 +165,7 @@ mod tests {
             a.info[i] = [i as u32 + 10, 0];
             a.press[i] = i as f32;
         }
-        let mut s = ParticleArrays::zeroed(3);
+        let mut s = ParticleArrays::with_buffers(3, BufferSet::conserved());
         a.permute_conserved(&[2, 0, 1], &mut s);
         assert_eq!(a.info.iter().map(|i| i[0]).collect::<Vec<_>>(), vec![12, 10, 11]);
         assert_eq!(a.press, vec![0.0, 1.0, 2.0]);

@@ -83,12 +83,7 @@ impl WithPhysics for Pass<'_> {
         let Pass { case, grid, cell_start, a } = self;
         let eos = Eos::of(case);
         let g = V3::from_f64(case.body_force);
-        let n = a.len();
-        a.press.resize(n, 0.0);
         a.press.par_iter_mut().zip(a.vel.par_iter()).for_each(|(p, v)| *p = eos.pressure(v[3]));
-        if S::ON {
-            a.shift.resize(n, [0.0; 4]);
-        }
         let ParticleArrays { pos, vel, cell, info, press, force, wall, shift, .. } = a;
         let (pos, vel, cell, info, press, wall) = (&*pos, &*vel, &*cell, &*info, &*press, &*wall);
         let particle = |j: usize| PairParticle {

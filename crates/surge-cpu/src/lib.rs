@@ -30,6 +30,8 @@ pub struct CpuBackend {
     cell_start: Vec<u32>,
     pool: rayon::ThreadPool,
     threads: usize,
+    /// The buffers allocated for this case.
+    buffers: BufferSet,
 }
 
 /// Equation-of-state constants as float32, as the loops use them.
@@ -67,7 +69,8 @@ impl CpuBackend {
             .map_err(|e| format!("cannot start the CPU thread pool: {e}"))?;
         let threads = pool.current_num_threads();
         let n = filled.len();
-        let mut a = ParticleArrays::zeroed(n);
+        let buffers = BufferSet::for_case(case);
+        let mut a = ParticleArrays::with_buffers(n, buffers);
         for i in 0..n {
             let (c, off) = grid.locate(filled.pos[i]);
             let v = filled.vel[i];
@@ -76,10 +79,13 @@ impl CpuBackend {
             a.vel[i] = [v[0] as f32, v[1] as f32, v[2] as f32, filled.rel_density[i]];
             a.vel_prev[i] = a.vel[i];
             a.info[i] = [i as u32, filled.kind[i] as u32];
-            a.wall[i] = filled.wall[i];
+            if let Some(w) = a.wall.get_mut(i) {
+                *w = filled.wall[i];
+            }
         }
-        let scratch = ParticleArrays::zeroed_conserved(n);
-        let mut be = CpuBackend { case: case.clone(), grid, a, scratch, cell_start: Vec::new(), pool, threads };
+        let scratch = ParticleArrays::with_buffers(n, buffers.and(BufferSet::conserved()));
+        let cell_start = vec![0; 2 * grid.cell_count() + 1];
+        let mut be = CpuBackend { case: case.clone(), grid, a, scratch, cell_start, pool, threads, buffers };
         be.rebuild().map_err(|b| format!("particle {} at {:?} is outside the domain", b.id, b.pos))?;
         Ok(be)
     }
@@ -113,6 +119,14 @@ impl CpuBackend {
     }
 }
 
+/// Memory of the CPU backend per particle for a case's buffers: every buffer, a second copy
+/// of the conserved ones (the sort target), and the cell table (two bins per cell).
+pub fn bytes_per_particle(buffers: BufferSet, particles: usize, cells: usize) -> usize {
+    buffers.bytes_per_particle()
+        + buffers.and(BufferSet::conserved()).bytes_per_particle()
+        + 4 * (2 * cells + 1) / particles.max(1)
+}
+
 impl Backend for CpuBackend {
     fn name(&self) -> String {
         format!("cpu ({} threads)", self.threads)
@@ -123,10 +137,7 @@ impl Backend for CpuBackend {
     }
 
     fn bytes_per_particle(&self) -> usize {
-        // Every buffer, a second copy of the conserved ones (sort target), the cell table.
-        BufferSet::all().bytes_per_particle()
-            + BufferSet::conserved().bytes_per_particle()
-            + 4 * self.cell_start.len() / self.a.len().max(1)
+        bytes_per_particle(self.buffers, self.a.len(), self.grid.cell_count())
     }
 
     fn rebuild(&mut self) -> Result<(), BadParticle> {

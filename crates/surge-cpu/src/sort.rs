@@ -11,11 +11,9 @@ pub(crate) fn rebuild(
     grid: &Grid,
     a: &mut ParticleArrays,
     scratch: &mut ParticleArrays,
-    cell_start: &mut Vec<u32>,
+    cell_start: &mut [u32],
 ) -> Result<(), BadParticle> {
     let n = a.len();
-    a.key.resize(n, 0);
-    a.perm.resize(n, 0);
     let bad = (a.cell.par_iter_mut(), a.pos.par_iter_mut(), a.info.par_iter(), a.key.par_iter_mut())
         .into_par_iter()
         .filter_map(|(cell, pos, info, key)| match grid.rekey(*cell, *pos) {
@@ -40,9 +38,7 @@ pub(crate) fn rebuild(
     }
     // Counting sort: counts, inclusive prefix sums (bin ends), then a reverse scatter that
     // leaves the bin starts behind and keeps equal keys in their previous order.
-    let bins = 2 * grid.cell_count();
-    cell_start.clear();
-    cell_start.resize(bins + 1, 0);
+    cell_start.fill(0);
     for &k in &a.key {
         cell_start[k as usize] += 1;
     }
