@@ -3,9 +3,11 @@
 //! (frames, gauge rows) and the run summary.
 #![warn(missing_docs)]
 
+mod bench;
 mod run;
 mod simulation;
 
+pub use bench::{bench, BenchResult, WARM_UP_STEPS};
 pub use run::{default_out_dir, run, Observer, Progress, RunError, RunOptions};
 pub use simulation::{Diverged, Simulation};
 

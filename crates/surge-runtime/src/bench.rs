@@ -1,0 +1,72 @@
+//! Timing of whole steps on a case: what `surge bench` and `cargo bench` report.
+
+use crate::Simulation;
+use std::time::Instant;
+
+/// Steps run before timing (sort settles, caches warm).
+pub const WARM_UP_STEPS: u64 = 5;
+
+/// One benchmark measurement.
+#[derive(Debug, Clone)]
+pub struct BenchResult {
+    /// Case name.
+    pub case: String,
+    /// Backend name.
+    pub backend: String,
+    /// Particles.
+    pub particles: usize,
+    /// Timed steps.
+    pub steps: u64,
+    /// Wall seconds of the timed steps.
+    pub seconds: f64,
+    /// Device memory per particle.
+    pub bytes_per_particle: usize,
+}
+
+impl BenchResult {
+    /// Milliseconds per step.
+    pub fn ms_per_step(&self) -> f64 {
+        1e3 * self.seconds / self.steps as f64
+    }
+    /// Particle-steps per second.
+    pub fn particle_steps_per_second(&self) -> f64 {
+        self.particles as f64 * self.steps as f64 / self.seconds
+    }
+    /// Header of [`BenchResult::row`].
+    pub const HEADER: &'static str =
+        "case           backend                particles   steps    ms/step  particle-st/s  bytes/p";
+    /// One table row.
+    pub fn row(&self) -> String {
+        format!(
+            "{:<14} {:<20} {:>11} {:>7} {:>10.3} {:>14.4e} {:>8}",
+            self.case,
+            self.backend,
+            self.particles,
+            self.steps,
+            self.ms_per_step(),
+            self.particle_steps_per_second(),
+            self.bytes_per_particle
+        )
+    }
+}
+
+/// Run [`WARM_UP_STEPS`] steps, then time `steps` steps (no output, no gauges).
+pub fn bench(mut sim: Simulation, steps: u64) -> Result<BenchResult, crate::Diverged> {
+    for _ in 0..WARM_UP_STEPS {
+        sim.step(f64::INFINITY)?;
+    }
+    let t0 = Instant::now();
+    for _ in 0..steps {
+        sim.step(f64::INFINITY)?;
+    }
+    let seconds = t0.elapsed().as_secs_f64();
+    let b = sim.backend();
+    Ok(BenchResult {
+        case: sim.case().name.clone(),
+        backend: b.name(),
+        particles: b.len(),
+        steps,
+        seconds,
+        bytes_per_particle: b.bytes_per_particle(),
+    })
+}
