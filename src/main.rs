@@ -306,30 +306,12 @@ fn cmd_bench(cases: BenchCases, steps: u64, common: &Common) -> Result<(), Failu
             name,
         )
         .map_err(|e| Failure(EXIT_BAD_INPUT, e.to_string()))?;
-        let mut sim = surge_runtime::cpu_simulation(&case, common.threads).map_err(|e| Failure(EXIT_BAD_INPUT, e))?;
-        let n = sim.backend().len();
-        let bpp = sim.backend().bytes_per_particle();
-        let backend = sim.backend().name();
-        let far = f64::INFINITY;
-        for _ in 0..5 {
-            sim.step(far).map_err(|e| Failure(EXIT_RUN_FAILED, e.to_string()))?;
-        }
-        let t0 = std::time::Instant::now();
-        for _ in 0..steps {
-            sim.step(far).map_err(|e| Failure(EXIT_RUN_FAILED, e.to_string()))?;
-        }
-        let wall = t0.elapsed().as_secs_f64();
-        rows.push((name, backend, n, steps, wall, n as f64 * steps as f64 / wall, bpp));
+        let sim = surge_runtime::cpu_simulation(&case, common.threads).map_err(|e| Failure(EXIT_BAD_INPUT, e))?;
+        rows.push(surge_runtime::bench(sim, steps).map_err(|e| Failure(EXIT_RUN_FAILED, e.to_string()))?);
     }
-    println!(
-        "{:<14} {:<18} {:>10} {:>7} {:>10} {:>14} {:>10}",
-        "case", "backend", "particles", "steps", "ms/step", "particle-st/s", "bytes/p"
-    );
-    for (name, backend, n, steps, wall, rate, bpp) in rows {
-        println!(
-            "{name:<14} {backend:<18} {n:>10} {steps:>7} {:>10.3} {rate:>14.4e} {bpp:>10}",
-            1e3 * wall / steps as f64
-        );
+    println!("{}", surge_runtime::BenchResult::HEADER);
+    for r in rows {
+        println!("{}", r.row());
     }
     Ok(())
 }
