@@ -13,6 +13,8 @@ pub trait SmoothingKernel: Copy + Send + Sync + 'static {
     fn w(&self, r: f32) -> f32;
     /// Gradient factor: grad W = f(r) * r_vec.
     fn f(&self, r: f32) -> f32;
+    /// The float32 constants `[1/h, a_w, a_f]` (inlined into the CUDA twin).
+    fn constants(&self) -> [f32; 3];
 }
 
 /// Wendland C2: `W = a (1 - q/2)^4 (2q + 1)`, `a = 7/(4 pi h²)` in 2D, `21/(16 pi h³)` in 3D.
@@ -37,6 +39,9 @@ impl SmoothingKernel for WendlandC2 {
     #[inline(always)]
     fn f(&self, r: f32) -> f32 {
         wendland_c2_f(r * self.inv_h, self.a_f)
+    }
+    fn constants(&self) -> [f32; 3] {
+        [self.inv_h, self.a_w, self.a_f]
     }
 }
 
@@ -84,6 +89,9 @@ impl SmoothingKernel for CubicSpline {
     #[inline(always)]
     fn f(&self, r: f32) -> f32 {
         cubic_spline_f(r * self.inv_h, self.a_f)
+    }
+    fn constants(&self) -> [f32; 3] {
+        [self.inv_h, self.a_w, self.a_f]
     }
 }
 

@@ -1,0 +1,216 @@
+//! Run-time compilation of kernels/ with NVRTC. The case's options become `-D` switches and
+//! its constants are inlined as float literals, so only the combination a case uses is built,
+//! with no branch on a disabled option. PTX is cached on disk by a hash of the sources, the
+//! defines and the architecture.
+
+use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use surge_core::case::{Diffusion, Shifting, Viscosity};
+use surge_core::config::{KernelKind, Scheme};
+use surge_core::grid::Grid;
+use surge_core::physics::kernel::{CubicSpline, SmoothingKernel, WendlandC2};
+use surge_core::Case;
+
+/// The kernel sources, embedded in the binary: (include name, text).
+pub const SOURCES: &[(&str, &str)] = &[
+    ("step.cu", include_str!("../../../kernels/step.cu")),
+    ("physics/vec.cuh", include_str!("../../../kernels/physics/vec.cuh")),
+    ("physics/kernel.cuh", include_str!("../../../kernels/physics/kernel.cuh")),
+    ("physics/eos.cuh", include_str!("../../../kernels/physics/eos.cuh")),
+    ("physics/viscosity.cuh", include_str!("../../../kernels/physics/viscosity.cuh")),
+    ("physics/diffusion.cuh", include_str!("../../../kernels/physics/diffusion.cuh")),
+    ("physics/pair.cuh", include_str!("../../../kernels/physics/pair.cuh")),
+];
+
+/// `step.cu` with every `#include "..."` replaced by the embedded file, each file once.
+pub fn source() -> String {
+    let mut out = String::new();
+    let mut seen = Vec::new();
+    expand("step.cu", "", &mut out, &mut seen);
+    out
+}
+
+fn expand(name: &str, dir: &str, out: &mut String, seen: &mut Vec<String>) {
+    let full = if dir.is_empty() || name.contains('/') { name.to_string() } else { format!("{dir}/{name}") };
+    if seen.contains(&full) {
+        return;
+    }
+    seen.push(full.clone());
+    let text = SOURCES
+        .iter()
+        .find(|(n, _)| *n == full)
+        .map(|(_, t)| *t)
+        .unwrap_or_else(|| panic!("kernel source {full} is not embedded"));
+    let here = full.rsplit_once('/').map(|(d, _)| d).unwrap_or("");
+    for line in text.lines() {
+        let t = line.trim();
+        if let Some(inc) = t.strip_prefix("#include \"").and_then(|r| r.strip_suffix('"')) {
+            expand(inc, here, out, seen);
+        } else if t != "#pragma once" {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+}
+
+/// A float32 constant as a C literal that reads back to the same float.
+fn lit(x: f32) -> String {
+    format!("{x:e}f")
+}
+
+/// The `-D` defines of a case on a grid. Constants are computed exactly as
+/// `surge_core::physics::pair::dispatch` computes them for the CPU.
+pub fn defines(case: &Case, grid: &Grid) -> BTreeMap<&'static str, String> {
+    let mut d = BTreeMap::new();
+    let h = case.h as f32;
+    let (inv_h, a_w, a_f) = match case.kernel {
+        KernelKind::WendlandC2 => {
+            d.insert("KERNEL", "1".into());
+            let c = WendlandC2::new(case.h, case.dim).constants();
+            (c[0], c[1], c[2])
+        }
+        KernelKind::CubicSpline => {
+            d.insert("KERNEL", "2".into());
+            let c = CubicSpline::new(case.h, case.dim).constants();
+            (c[0], c[1], c[2])
+        }
+    };
+    d.insert("DIM", case.dim.to_string());
+    d.insert("H", lit(h));
+    d.insert("INV_H", lit(inv_h));
+    d.insert("A_W", lit(a_w));
+    d.insert("A_F", lit(a_f));
+    d.insert("SUPPORT2", lit(4.0 * h * h));
+    d.insert("ETA2", lit(0.01 * h * h));
+    d.insert("C0", lit(case.c0 as f32));
+    d.insert("RHO0", lit(case.rho0 as f32));
+    d.insert("INV_RHO0", lit(1.0 / case.rho0 as f32));
+    d.insert("TAIT_B", lit(case.tait_b as f32));
+    d.insert("INV_B", lit((1.0 / case.tait_b) as f32));
+    d.insert("GAMMA", lit(case.gamma as f32));
+    d.insert("INV_GAMMA", lit((1.0 / case.gamma) as f32));
+    d.insert("GAMMA_IS_7", u8::from(case.gamma == 7.0).to_string());
+    d.insert("PB", lit(case.background_pressure as f32));
+    for (k, v) in ["GX", "GY", "GZ"].iter().zip(case.body_force) {
+        d.insert(k, lit(v as f32));
+    }
+    match case.viscosity {
+        Viscosity::Artificial { alpha } => {
+            d.insert("VISC", "1".into());
+            d.insert("ALPHA", lit(alpha as f32));
+        }
+        Viscosity::Laminar { nu } => {
+            d.insert("VISC", "2".into());
+            d.insert("NU", lit(nu as f32));
+        }
+    }
+    let dhc = |delta: f64| lit((delta * case.h * case.c0) as f32);
+    match case.diffusion {
+        Diffusion::None => d.insert("DIFF", "0".into()),
+        Diffusion::MolteniColagrossi { delta } => {
+            d.insert("DELTA_H_C0", dhc(delta));
+            d.insert("DIFF", "1".into())
+        }
+        Diffusion::Fourtakas { delta } => {
+            d.insert("DELTA_H_C0", dhc(delta));
+            d.insert("DIFF", "2".into())
+        }
+    };
+    match case.shifting {
+        Shifting::None => d.insert("SHIFT", "0".into()),
+        Shifting::Lind { coefficient, surface_threshold } => {
+            d.insert("SHIFT_AH", lit((coefficient * case.h) as f32));
+            d.insert("SHIFT_THRESHOLD", lit(surface_threshold as f32));
+            d.insert("SHIFT", "1".into())
+        }
+    };
+    d.insert("SCHEME", if case.scheme == Scheme::Symplectic { "1" } else { "2" }.into());
+    for a in 0..3 {
+        d.insert(["CSX", "CSY", "CSZ"][a], lit(grid.cell[a] as f32));
+        d.insert(["NX", "NY", "NZ"][a], grid.n[a].to_string());
+        d.insert(["PERX", "PERY", "PERZ"][a], u8::from(grid.periodic[a]).to_string());
+    }
+    for (k, v) in ["O0", "O1", "O2"].iter().zip(grid.order) {
+        d.insert(k, v.to_string());
+    }
+    d
+}
+
+/// FNV-1a, 64 bits: a stable hash for cache keys (not for security).
+fn fnv1a(bytes: &[u8], mut h: u64) -> u64 {
+    for b in bytes {
+        h ^= *b as u64;
+        h = h.wrapping_mul(0x100000001b3);
+    }
+    h
+}
+
+/// Where compiled PTX is kept: `$SURGE_CACHE_DIR`, else `$XDG_CACHE_HOME/surge`, else
+/// `~/.cache/surge`; `None` when none can be used (then nothing is cached).
+fn cache_dir() -> Option<PathBuf> {
+    let base = std::env::var_os("SURGE_CACHE_DIR")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("surge")))
+        .or_else(|| std::env::var_os("HOME").map(|d| PathBuf::from(d).join(".cache").join("surge")))?;
+    Some(base.join("ptx"))
+}
+
+/// Compiled kernels and whether they came from the cache.
+pub struct Compiled {
+    /// PTX text.
+    pub ptx: String,
+    /// True when read from the disk cache.
+    pub cached: bool,
+    /// The cache file, when caching is possible.
+    pub path: Option<PathBuf>,
+}
+
+/// Compile the kernels for `defines` and virtual architecture `arch` (e.g. `compute_90`).
+pub fn compile(defines: &BTreeMap<&'static str, String>, arch: &'static str) -> Result<Compiled, String> {
+    let src = source();
+    let mut options: Vec<String> = defines.iter().map(|(k, v)| format!("-D{k}={v}")).collect();
+    options.push("--std=c++17".into());
+    let mut h = fnv1a(src.as_bytes(), 0xcbf29ce484222325);
+    for o in &options {
+        h = fnv1a(o.as_bytes(), h);
+    }
+    h = fnv1a(arch.as_bytes(), h);
+    let path = cache_dir().map(|d| d.join(format!("{h:016x}.ptx")));
+    if let Some(p) = &path {
+        if let Ok(ptx) = std::fs::read_to_string(p) {
+            return Ok(Compiled { ptx, cached: true, path });
+        }
+    }
+    let opts = CompileOptions { arch: Some(arch), options, name: Some("step.cu".into()), ..Default::default() };
+    let ptx = compile_ptx_with_opts(&src, opts)
+        .map_err(|e| format!("NVRTC could not compile kernels/step.cu: {e:?}"))?
+        .to_src();
+    if let Some(p) = &path {
+        // The cache is an optimisation: failing to write it is not an error.
+        if std::fs::create_dir_all(p.parent().expect("cache file has a folder")).is_ok() {
+            let tmp = p.with_extension("ptx.tmp");
+            if std::fs::write(&tmp, &ptx).is_ok() {
+                let _ = std::fs::rename(&tmp, p);
+            }
+        }
+    }
+    Ok(Compiled { ptx, cached: false, path })
+}
+
+/// The virtual architecture NVRTC targets for a compute capability.
+pub fn arch_for(cc: (i32, i32)) -> &'static str {
+    match cc {
+        (9, 0) => "compute_90",
+        (8, 9) => "compute_89",
+        (8, 6) => "compute_86",
+        (8, 0) => "compute_80",
+        (7, 5) => "compute_75",
+        (10, 0) => "compute_100",
+        (12, 0) => "compute_120",
+        (m, _) if m >= 10 => "compute_100",
+        (m, _) if m >= 9 => "compute_90",
+        (8, _) => "compute_80",
+        _ => "compute_75",
+    }
+}

@@ -1,0 +1,12 @@
+//! surge-cuda: the CUDA execution role. The whole step runs on one GPU: cell keys, counting
+//! sort (own scan), cell ranges, forces, updates, reductions and gauges; particles come back to
+//! the host only for output, through pinned buffers. Kernels (kernels/*.cu, embedded) are
+//! compiled at start-up with NVRTC for the case's options and the GPU's architecture.
+#![warn(missing_docs)]
+
+mod backend;
+pub mod compile;
+mod probe;
+
+pub use backend::CudaBackend;
+pub use probe::{driver_present, gpus, nvrtc_present, nvrtc_version, GpuInfo};

@@ -1,0 +1,17 @@
+// Twin of crates/surge-core/src/physics/eos.rs: Tait over the relative density d.
+#pragma once
+
+__device__ __forceinline__ float tait_pressure(float d, float b, float gamma, float p_b) {
+#if GAMMA_IS_7
+    // (1 + d)^7 by multiplication: the same value as powf to a few ulp, far cheaper, and
+    // evaluated for every neighbour.
+    float x = 1.0f + d, x2 = x * x, x4 = x2 * x2;
+    return b * (x4 * x2 * x - 1.0f) + p_b;
+#else
+    return b * (powf(1.0f + d, gamma) - 1.0f) + p_b;
+#endif
+}
+
+__device__ __forceinline__ float tait_density(float p, float b, float gamma, float p_b) {
+    return powf((p - p_b) / b + 1.0f, 1.0f / gamma) - 1.0f;
+}

@@ -1,0 +1,375 @@
+// surge's step on one GPU. Compiled at start-up by NVRTC with the case's options and
+// constants as -D defines (see crates/surge-cuda/src/compile.rs for the full list); each
+// kernel is the twin of a stage of crates/surge-cpu.
+//
+// Buffers (n particles, sorted by key after each rebuild):
+//   pos  float4[n]  offset from the cell centre (xyz), mass (w)
+//   vel  float4[n]  velocity (xyz), relative density rho/rho0 - 1 (w)
+//   cell int4[n]    cell coordinates
+//   info uint2[n]   global id, kind (0 fluid, 1 boundary)
+//   vel_prev, pos_prev, force, wall, shift float4[n]: as in surge_core::buffers
+//   cell_start uint[2 cells + 1]: fluid of cell k in [cs[2k], cs[2k+1]), boundary up to cs[2k+2]
+//   stats uint[8]: 0 max |a| (float bits), 1 max visc term, 2 max displacement, 3 max speed,
+//                  4 lowest id of a particle that failed (0xffffffff: none), 5 failure code
+#include "physics/vec.cuh"
+#include "physics/kernel.cuh"
+#include "physics/eos.cuh"
+#include "physics/pair.cuh"
+
+#define STAT_ACC 0
+#define STAT_VISC 1
+#define STAT_DISP 2
+#define STAT_VEL 3
+#define STAT_BAD_ID 4
+#define STAT_BAD_CODE 5
+
+__device__ __forceinline__ int cell_linear(int cx, int cy, int cz) {
+    const int c[3] = {cx, cy, cz};
+    const int n[3] = {NX, NY, NZ};
+    return (c[O0] * n[O1] + c[O1]) * n[O2] + c[O2];
+}
+
+// Neighbour cell coordinate along one axis, wrapped on periodic axes; false outside.
+__device__ __forceinline__ bool neighbour_axis(int c, int d, int n, bool periodic, int &out) {
+    int k = c + d;
+    if (k < 0 || k >= n) {
+        if (!periodic) return false;
+        k = (k % n + n) % n;
+    }
+    out = k;
+    return true;
+}
+
+__device__ __forceinline__ float pressure_of(float d) { return tait_pressure(d, TAIT_B, GAMMA, PB); }
+
+// Max-reduce two non-negative floats over the block, then one atomic per block.
+__device__ void block_max2(float a, float b, unsigned *stats, int ia, int ib) {
+    __shared__ float sa[32], sb[32];
+    for (int o = 16; o > 0; o >>= 1) {
+        a = fmaxf(a, __shfl_down_sync(0xffffffffu, a, o));
+        b = fmaxf(b, __shfl_down_sync(0xffffffffu, b, o));
+    }
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0) {
+        sa[warp] = a;
+        sb[warp] = b;
+    }
+    __syncthreads();
+    if (warp == 0) {
+        int nw = (blockDim.x + 31) >> 5;
+        a = lane < nw ? sa[lane] : 0.0f;
+        b = lane < nw ? sb[lane] : 0.0f;
+        for (int o = 16; o > 0; o >>= 1) {
+            a = fmaxf(a, __shfl_down_sync(0xffffffffu, a, o));
+            b = fmaxf(b, __shfl_down_sync(0xffffffffu, b, o));
+        }
+        if (lane == 0) {
+            atomicMax(&stats[ia], __float_as_uint(a));
+            atomicMax(&stats[ib], __float_as_uint(b));
+        }
+    }
+}
+
+// ---- rebuild -----------------------------------------------------------------------
+
+// Move each particle to the cell that holds it (wrapping periodic axes) and compute its
+// sort key 2 * cell + kind; a particle outside the domain or not finite records its id.
+// With move_particles = 0 the stored cells are kept (a restart sorts by them).
+extern "C" __global__ void rekey_kernel(int n, int move_particles, int4 *cell, float4 *pos, const uint2 *info,
+                                        unsigned *key, unsigned *stats) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    int4 c = cell[i];
+    float4 p = pos[i];
+    int cc[3] = {c.x, c.y, c.z};
+    float off[3] = {p.x, p.y, p.z};
+    const float cs[3] = {CSX, CSY, CSZ};
+    const int nn[3] = {NX, NY, NZ};
+    const bool per[3] = {PERX, PERY, PERZ};
+    bool ok = true;
+    for (int a = 0; move_particles && a < DIM; ++a) {
+        float k = rintf(off[a] / cs[a]);
+        if (!isfinite(k)) {
+            ok = false;
+            break;
+        }
+        long long ca = (long long)cc[a] + (long long)k;
+        off[a] = off[a] - k * cs[a];
+        if (per[a]) {
+            ca = ((ca % nn[a]) + nn[a]) % nn[a];
+        } else if (ca < 0 || ca >= nn[a]) {
+            ok = false;
+            break;
+        }
+        cc[a] = (int)ca;
+    }
+    if (!ok) {
+        atomicMin(&stats[STAT_BAD_ID], info[i].x);
+        key[i] = 0;
+        return;
+    }
+    cell[i] = make_int4(cc[0], cc[1], cc[2], 0);
+    pos[i] = make_float4(off[0], off[1], off[2], p.w);
+    key[i] = 2u * (unsigned)cell_linear(cc[0], cc[1], cc[2]) + info[i].y;
+}
+
+extern "C" __global__ void histogram_kernel(int n, const unsigned *key, unsigned *counts) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) atomicAdd(&counts[key[i]], 1u);
+}
+
+// Exclusive scan of len values in blocks of SCAN_BLOCK: out gets the in-block prefix,
+// block_sums[b] the block's total (scanned recursively by the host, then added back).
+#define SCAN_BLOCK 1024
+extern "C" __global__ void scan_block_kernel(int len, const unsigned *in, unsigned *out, unsigned *block_sums) {
+    __shared__ unsigned s[SCAN_BLOCK];
+    int i = blockIdx.x * SCAN_BLOCK + threadIdx.x;
+    unsigned x = i < len ? in[i] : 0u;
+    s[threadIdx.x] = x;
+    __syncthreads();
+    for (int o = 1; o < SCAN_BLOCK; o <<= 1) {
+        unsigned y = threadIdx.x >= o ? s[threadIdx.x - o] : 0u;
+        __syncthreads();
+        s[threadIdx.x] += y;
+        __syncthreads();
+    }
+    if (i < len) out[i] = s[threadIdx.x] - x;
+    if (threadIdx.x == SCAN_BLOCK - 1) block_sums[blockIdx.x] = s[threadIdx.x];
+}
+
+extern "C" __global__ void scan_add_kernel(int len, unsigned *out, const unsigned *block_offsets) {
+    int i = blockIdx.x * SCAN_BLOCK + threadIdx.x;
+    if (i < len) out[i] += block_offsets[blockIdx.x];
+}
+
+// Place each particle in its bin (order within a bin fixed by order_bins_kernel).
+extern "C" __global__ void scatter_kernel(int n, const unsigned *key, const unsigned *cell_start, unsigned *cursor,
+                                          unsigned *perm) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        unsigned k = key[i];
+        perm[cell_start[k] + atomicAdd(&cursor[k], 1u)] = (unsigned)i;
+    }
+}
+
+// Sort each bin by global id (insertion sort; bins hold tens of particles), so the order,
+// and with it every sum, is the same from run to run.
+extern "C" __global__ void order_bins_kernel(int bins, const unsigned *cell_start, unsigned *perm, const uint2 *info) {
+    int b = blockIdx.x * blockDim.x + threadIdx.x;
+    if (b >= bins) return;
+    unsigned s = cell_start[b], e = cell_start[b + 1];
+    for (unsigned k = s + 1; k < e; ++k) {
+        unsigned v = perm[k];
+        unsigned id = info[v].x;
+        unsigned j = k;
+        while (j > s && info[perm[j - 1]].x > id) {
+            perm[j] = perm[j - 1];
+            --j;
+        }
+        perm[j] = v;
+    }
+}
+
+extern "C" __global__ void gather16_kernel(int n, const unsigned *perm, const uint4 *src, uint4 *dst) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) dst[i] = src[perm[i]];
+}
+
+extern "C" __global__ void gather8_kernel(int n, const unsigned *perm, const uint2 *src, uint2 *dst) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) dst[i] = src[perm[i]];
+}
+
+// ---- forces ------------------------------------------------------------------------
+
+// One thread per particle i: sum over the fluid and boundary particles of the 9 (2D) or
+// 27 (3D) cells around i's cell, in stencil order then storage order (as the CPU does).
+extern "C" __global__ void forces_kernel(int n, const float4 *__restrict__ pos, const float4 *__restrict__ vel,
+                                         const int4 *__restrict__ cell, const uint2 *__restrict__ info,
+                                         const float4 *__restrict__ wall, const unsigned *__restrict__ cell_start,
+                                         float4 *__restrict__ force, float4 *__restrict__ shift, unsigned *stats) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float acc_norm = 0.0f, visc_max = 0.0f;
+    if (i < n) {
+        const float4 p4 = pos[i];
+        const float4 v4 = vel[i];
+        const int4 ci = cell[i];
+        const bool fluid = info[i].y == 0u;
+        PairParticle pi = {xyz(v4), RHO0 * (1.0f + v4.w), pressure_of(v4.w), p4.w};
+        Accum acc = {v3(0.0f, 0.0f, 0.0f), 0.0f, 0.0f, v3(0.0f, 0.0f, 0.0f), 0.0f};
+        const int zlo = DIM == 3 ? -1 : 0, zhi = DIM == 3 ? 1 : 0;
+        for (int dz = zlo; dz <= zhi; ++dz) {
+            int cz;
+            if (!neighbour_axis(ci.z, dz, NZ, PERZ, cz)) continue;
+            for (int dy = -1; dy <= 1; ++dy) {
+                int cy;
+                if (!neighbour_axis(ci.y, dy, NY, PERY, cy)) continue;
+                for (int dx = -1; dx <= 1; ++dx) {
+                    int cx;
+                    if (!neighbour_axis(ci.x, dx, NX, PERX, cx)) continue;
+                    const int k = cell_linear(cx, cy, cz);
+                    const unsigned s = cell_start[2 * k], mid = cell_start[2 * k + 1];
+                    const unsigned e = fluid ? cell_start[2 * k + 2] : mid;
+                    const float bx = p4.x - (float)dx * CSX, by = p4.y - (float)dy * CSY, bz = p4.z - (float)dz * CSZ;
+                    for (unsigned j = s; j < e; ++j) {
+                        const float4 pj4 = pos[j];
+                        const float3 r = v3(bx - pj4.x, by - pj4.y, bz - pj4.z);
+                        const float r2 = norm2(r);
+                        if (r2 < SUPPORT2 && r2 > 0.0f) {
+                            const float4 vj4 = vel[j];
+                            PairParticle pj = {xyz(vj4), RHO0 * (1.0f + vj4.w), pressure_of(vj4.w), pj4.w};
+                            if (fluid) {
+#if VISC == 2
+                                const float4 wj = j < mid ? make_float4(0.0f, 0.0f, 0.0f, 0.0f) : wall[j];
+#else
+                                const float4 wj = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#endif
+                                fluid_pair(r, r2, pi, pj, j < mid, wj, acc);
+                            } else {
+                                boundary_pair(r, r2, pi, pj, acc);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        if (fluid) {
+            float3 a = acc.acc + v3(GX, GY, GZ);
+            force[i] = make_float4(a.x, a.y, a.z, acc.drho * INV_RHO0);
+            acc_norm = sqrtf(norm2(a));
+            visc_max = acc.visc_max;
+        } else {
+            force[i] = make_float4(0.0f, 0.0f, 0.0f, acc.drho * INV_RHO0);
+        }
+#if SHIFT
+        shift[i] = make_float4(acc.grad_c.x, acc.grad_c.y, acc.grad_c.z, acc.div_r);
+#endif
+    }
+    block_max2(acc_norm, visc_max, stats, STAT_ACC, STAT_VISC);
+}
+
+// ---- updates -----------------------------------------------------------------------
+
+#define UPDATE_PREDICTOR 0
+#define UPDATE_CORRECTOR 1
+#define UPDATE_VERLET 2
+#define UPDATE_VERLET_EULER 3
+
+// Twin of crates/surge-cpu/src/update.rs. pos_prev is unused (may be null) for Verlet.
+extern "C" __global__ void update_kernel(int n, int which, float dt, float4 *pos, float4 *vel, float4 *vel_prev,
+                                         float4 *pos_prev, const float4 *force, const uint2 *info, const float4 *shift,
+                                         unsigned *stats) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float disp = 0.0f, speed = 0.0f;
+    if (i < n) {
+        const bool fluid = info[i].y == 0u;
+        const float half = 0.5f * dt;
+        const float4 p4 = pos[i], v4 = vel[i], f4 = force[i];
+        const float3 x = xyz(p4), v = xyz(v4), acc = xyz(f4);
+        const float d = v4.w, dd = f4.w;
+        float3 x1, v1;
+        float d1;
+        if (which == UPDATE_PREDICTOR) {
+            pos_prev[i] = p4;
+            vel_prev[i] = v4;
+            v1 = fluid ? v + acc * half : v;
+            x1 = x + v * half;
+            d1 = d + dd * half;
+        } else if (which == UPDATE_CORRECTOR) {
+            const float4 x04 = pos_prev[i], v04 = vel_prev[i];
+            const float3 x0 = xyz(x04), v0 = xyz(v04);
+            v1 = fluid ? v0 + acc * dt : v0;
+            x1 = x0 + (v0 + v1) * half;
+            d1 = v04.w + dd * dt;
+        } else {
+            const float4 vp4 = vel_prev[i];
+            const bool verlet = which == UPDATE_VERLET;
+            const float3 vb = verlet ? xyz(vp4) : v;
+            const float db = verlet ? vp4.w : d;
+            const float k = verlet ? 2.0f * dt : dt;
+            vel_prev[i] = v4;
+            if (fluid) {
+                x1 = x + v * dt + acc * (half * dt);
+                v1 = vb + acc * k;
+            } else {
+                x1 = x + v * dt;
+                v1 = v;
+            }
+            d1 = db + dd * k;
+        }
+        if (!fluid) d1 = fmaxf(d1, 0.0f);
+#if SHIFT
+        if (fluid && which != UPDATE_PREDICTOR) {
+            const float4 sh = shift[i];
+            if (sh.w >= SHIFT_THRESHOLD) x1 = x1 - xyz(sh) * (SHIFT_AH * sqrtf(norm2(v1)) * dt);
+        }
+#endif
+        const bool ok = isfinite(norm2(x1)) && isfinite(norm2(v1)) && isfinite(d1);
+        disp = sqrtf(norm2(x1 - x));
+        speed = sqrtf(norm2(v1));
+        pos[i] = make_float4(x1.x, x1.y, x1.z, p4.w);
+        vel[i] = make_float4(v1.x, v1.y, v1.z, d1);
+        if (!ok) {
+            atomicMin(&stats[STAT_BAD_ID], info[i].x);
+            disp = 0.0f;
+            speed = 0.0f;
+        }
+    }
+    block_max2(disp, speed, stats, STAT_DISP, STAT_VEL);
+}
+
+// ---- gauges ------------------------------------------------------------------------
+
+// Kernel sums over fluid for sample points given as cell + offset: out[2k] = sum W V,
+// out[2k+1] = sum p W V (double, accumulated in a fixed order per point).
+extern "C" __global__ void gauge_sums_kernel(int points, const int4 *pcell, const float4 *poff, const float4 *pos,
+                                             const float4 *vel, const unsigned *cell_start, double *out) {
+    int k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= points) return;
+    const int4 c = pcell[k];
+    const float4 o = poff[k];
+    double w_sum = 0.0, pw_sum = 0.0;
+    const int zlo = DIM == 3 ? -1 : 0, zhi = DIM == 3 ? 1 : 0;
+    for (int dz = zlo; dz <= zhi; ++dz)
+        for (int dy = -1; dy <= 1; ++dy)
+            for (int dx = -1; dx <= 1; ++dx) {
+                int cx, cy, cz;
+                if (!neighbour_axis(c.x, dx, NX, PERX, cx) || !neighbour_axis(c.y, dy, NY, PERY, cy) ||
+                    !neighbour_axis(c.z, dz, NZ, PERZ, cz))
+                    continue;
+                const int kk = cell_linear(cx, cy, cz);
+                for (unsigned j = cell_start[2 * kk]; j < cell_start[2 * kk + 1]; ++j) {
+                    const float4 pj = pos[j];
+                    const double rx = (double)o.x - (double)pj.x - (double)dx * (double)CSX;
+                    const double ry = (double)o.y - (double)pj.y - (double)dy * (double)CSY;
+                    const double rz = (double)o.z - (double)pj.z - (double)dz * (double)CSZ;
+                    const double r2 = rx * rx + ry * ry + rz * rz;
+                    if (r2 >= (double)SUPPORT2) continue;
+                    const float dj = vel[j].w;
+                    const double vol = (double)pj.w / ((double)RHO0 * (1.0 + (double)dj));
+                    const double w = (double)KERNEL_W((float)sqrt(r2)) * vol;
+                    w_sum += w;
+                    pw_sum += w * (double)pressure_of(dj);
+                }
+            }
+    out[2 * k] = w_sum;
+    out[2 * k + 1] = pw_sum;
+}
+
+// Largest coordinate along `axis` of fluid whose vertical (last axis) coordinate is below
+// `below`; coordinates relative to the domain origin, as order-preserving float bits.
+extern "C" __global__ void front_kernel(int n, int axis, double below_rel, const float4 *pos, const int4 *cell,
+                                        const uint2 *info, unsigned long long *out) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n || info[i].y != 0u) return;
+    const float4 p = pos[i];
+    const int4 c = cell[i];
+    const double cs[3] = {CSX, CSY, CSZ};
+    const double x[3] = {((double)c.x + 0.5) * cs[0] + (double)p.x, ((double)c.y + 0.5) * cs[1] + (double)p.y,
+                         ((double)c.z + 0.5) * cs[2] + (double)p.z};
+    if (x[DIM - 1] >= below_rel) return;
+    // Positions inside the domain are >= 0 up to rounding: shift by one cell so the double's
+    // bits order like its value.
+    const double v = x[axis] + cs[axis];
+    if (v > 0.0) atomicMax(out, (unsigned long long)__double_as_longlong(v));
+}
