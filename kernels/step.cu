@@ -113,13 +113,17 @@ extern "C" __global__ void rekey_kernel(int n, int move_particles, int4 *cell, f
     key[i] = 2u * (unsigned)cell_linear(cc[0], cc[1], cc[2]) + info[i].y;
 }
 
-extern "C" __global__ void histogram_kernel(int n, const unsigned *key, unsigned *counts) {
+// The cell table (bins + 2 values) is built in place: counts at key + 1, an exclusive scan
+// (table[k + 1] = start of bin k), then the scatter advances table[key + 1] as its cursor,
+// which leaves table[k] = start of bin k for every k, and table[bins] = n.
+extern "C" __global__ void histogram_kernel(int n, const unsigned *key, unsigned *table) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) atomicAdd(&counts[key[i]], 1u);
+    if (i < n) atomicAdd(&table[key[i] + 1u], 1u);
 }
 
 // Exclusive scan of len values in blocks of SCAN_BLOCK: out gets the in-block prefix,
 // block_sums[b] the block's total (scanned recursively by the host, then added back).
+// `in` and `out` may be the same array: each thread reads its value before any write.
 #define SCAN_BLOCK 1024
 extern "C" __global__ void scan_block_kernel(int len, const unsigned *in, unsigned *out, unsigned *block_sums) {
     __shared__ unsigned s[SCAN_BLOCK];
@@ -143,13 +147,9 @@ extern "C" __global__ void scan_add_kernel(int len, unsigned *out, const unsigne
 }
 
 // Place each particle in its bin (order within a bin fixed by order_bins_kernel).
-extern "C" __global__ void scatter_kernel(int n, const unsigned *key, const unsigned *cell_start, unsigned *cursor,
-                                          unsigned *perm) {
+extern "C" __global__ void scatter_kernel(int n, const unsigned *key, unsigned *table, unsigned *perm) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) {
-        unsigned k = key[i];
-        perm[cell_start[k] + atomicAdd(&cursor[k], 1u)] = (unsigned)i;
-    }
+    if (i < n) perm[atomicAdd(&table[key[i] + 1u], 1u)] = (unsigned)i;
 }
 
 // Sort each bin by global id (insertion sort; bins hold tens of particles), so the order,
@@ -182,8 +182,8 @@ extern "C" __global__ void gather8_kernel(int n, const unsigned *perm, const uin
 
 // ---- forces ------------------------------------------------------------------------
 
-// One thread per particle i: sum over the fluid and boundary particles of the 9 (2D) or
-// 27 (3D) cells around i's cell, in stencil order then storage order (as the CPU does).
+// One thread per particle i: sum over the fluid and boundary particles of the cells within R
+// of i's cell ((2R+1)^DIM cells), in stencil order then storage order (as the CPU does).
 extern "C" __global__ void forces_kernel(int n, const float4 *__restrict__ pos, const float4 *__restrict__ vel,
                                          const int4 *__restrict__ cell, const uint2 *__restrict__ info,
                                          const float4 *__restrict__ wall, const unsigned *__restrict__ cell_start,
@@ -197,14 +197,14 @@ extern "C" __global__ void forces_kernel(int n, const float4 *__restrict__ pos, 
         const bool fluid = info[i].y == 0u;
         PairParticle pi = {xyz(v4), RHO0 * (1.0f + v4.w), pressure_of(v4.w), p4.w};
         Accum acc = {v3(0.0f, 0.0f, 0.0f), 0.0f, 0.0f, v3(0.0f, 0.0f, 0.0f), 0.0f};
-        const int zlo = DIM == 3 ? -1 : 0, zhi = DIM == 3 ? 1 : 0;
+        const int zlo = DIM == 3 ? -R : 0, zhi = DIM == 3 ? R : 0;
         for (int dz = zlo; dz <= zhi; ++dz) {
             int cz;
             if (!neighbour_axis(ci.z, dz, NZ, PERZ, cz)) continue;
-            for (int dy = -1; dy <= 1; ++dy) {
+            for (int dy = -R; dy <= R; ++dy) {
                 int cy;
                 if (!neighbour_axis(ci.y, dy, NY, PERY, cy)) continue;
-                for (int dx = -1; dx <= 1; ++dx) {
+                for (int dx = -R; dx <= R; ++dx) {
                     int cx;
                     if (!neighbour_axis(ci.x, dx, NX, PERX, cx)) continue;
                     const int k = cell_linear(cx, cy, cz);
@@ -329,10 +329,10 @@ extern "C" __global__ void gauge_sums_kernel(int points, const int4 *pcell, cons
     const int4 c = pcell[k];
     const float4 o = poff[k];
     double w_sum = 0.0, pw_sum = 0.0;
-    const int zlo = DIM == 3 ? -1 : 0, zhi = DIM == 3 ? 1 : 0;
+    const int zlo = DIM == 3 ? -R : 0, zhi = DIM == 3 ? R : 0;
     for (int dz = zlo; dz <= zhi; ++dz)
-        for (int dy = -1; dy <= 1; ++dy)
-            for (int dx = -1; dx <= 1; ++dx) {
+        for (int dy = -R; dy <= R; ++dy)
+            for (int dx = -R; dx <= R; ++dx) {
                 int cx, cy, cz;
                 if (!neighbour_axis(c.x, dx, NX, PERX, cx) || !neighbour_axis(c.y, dy, NY, PERY, cy) ||
                     !neighbour_axis(c.z, dz, NZ, PERZ, cz))

@@ -11,12 +11,15 @@ use surge_core::case::{Diffusion, Viscosity};
 use surge_core::geometry::fill;
 use surge_core::grid::Grid;
 use surge_core::Case;
-use surge_runtime::{Observer, Progress, RunOptions};
+use surge_runtime::{BackendChoice, DeviceRequest, Observer, Progress, RunOptions};
 
 /// Exit code of a bad case file or bad arguments.
 const EXIT_BAD_INPUT: u8 = 2;
 /// Exit code of a run that diverged or could not write its output.
 const EXIT_RUN_FAILED: u8 = 1;
+/// Exit code of a run stopped by SIGTERM or SIGUSR1 after writing a checkpoint: a job
+/// script resubmits itself with `--restart latest` while it sees this code.
+const EXIT_INTERRUPTED: u8 = 3;
 
 #[derive(Parser)]
 #[command(
@@ -36,6 +39,13 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run a case to its end time.
+    #[command(after_help = "Exit codes:\n  \
+        0  completed\n  \
+        1  the run failed: it diverged, or output could not be written\n  \
+        2  bad case file, arguments or checkpoint: nothing was run\n  \
+        3  interrupted by SIGTERM or SIGUSR1 (e.g. Slurm's --signal=B:USR1@120): a checkpoint \
+        was written at the end of the current step and summary.json says \"interrupted\"; \
+        continue with --restart latest")]
     Run {
         /// The case file (TOML).
         case: PathBuf,
@@ -44,12 +54,27 @@ enum Command {
         out: Option<PathBuf>,
         #[command(flatten)]
         common: Common,
-        /// Stop after this many steps (smoke tests).
+        /// Stop after this many steps in all, counted from t = 0 (smoke tests).
         #[arg(long)]
         max_steps: Option<u64>,
+        /// Continue from a checkpoint: `latest` (the newest usable one in OUT/checkpoints/) or
+        /// the path of a checkpoint file. Frames, gauges and the summary go on in OUT; what
+        /// came after the checkpoint there is dropped. time.end, time.cfl, time.dt_max,
+        /// [output], [[gauge]] and [checkpoint] may change; the rest of the case may not.
+        #[arg(long, value_name = "latest|PATH")]
+        restart: Option<surge_runtime::RestartFrom>,
         /// Print warnings and errors only: no progress bar or log lines.
         #[arg(long, short)]
         quiet: bool,
+    },
+    /// Write the particles of a checkpoint as CSV (`id,kind,x,y[,z],vx,vy[,vz],rho,p`, rows in
+    /// id order), as a CSV frame of the same time would have them.
+    Dump {
+        /// A checkpoint file (any rank's file of the checkpoint: all ranks are read).
+        checkpoint: PathBuf,
+        /// The CSV file to write.
+        #[arg(long, value_name = "FILE")]
+        csv: PathBuf,
     },
     /// Validate a case and print particle counts, memory, h, c0 and the first dt, without running.
     Check {
@@ -58,6 +83,8 @@ enum Command {
         #[command(flatten)]
         common: Common,
     },
+    /// List GPUs and say whether CUDA, NVRTC and MPI were found.
+    Info,
     /// Measure particle-steps per second and bytes per particle on the 2D and 3D dam breaks.
     Bench {
         /// Which benchmark cases.
@@ -73,23 +100,40 @@ enum Command {
 
 #[derive(clap::Args)]
 struct Common {
-    /// Execution backend: `auto` picks the best available device.
+    /// Execution backend: `auto` takes a GPU when one is usable (driver, GPU and NVRTC found)
+    /// and says which, else the CPU.
     #[arg(long, value_enum, default_value = "auto")]
-    backend: BackendChoice,
+    backend: BackendArg,
     /// CPU threads [default: all cores].
     #[arg(long, default_value_t = 0)]
     threads: usize,
+    /// GPU to run on (CUDA device ordinal).
+    #[arg(long, default_value_t = 0)]
+    gpu: usize,
     /// Override a case value, e.g. `--set time.end=0.3 --set dp=0.01` (repeatable).
     #[arg(long = "set", value_name = "KEY.PATH=VALUE")]
     set: Vec<String>,
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
-enum BackendChoice {
-    /// The best available: CPU in this build.
+enum BackendArg {
+    /// A usable GPU, else the CPU.
     Auto,
     /// CPU cores (rayon).
     Cpu,
+    /// An NVIDIA GPU (needs the driver and the NVRTC library; no compile step).
+    Cuda,
+}
+
+impl Common {
+    fn request(&self) -> DeviceRequest {
+        let backend = match self.backend {
+            BackendArg::Auto => BackendChoice::Auto,
+            BackendArg::Cpu => BackendChoice::Cpu,
+            BackendArg::Cuda => BackendChoice::Cuda,
+        };
+        DeviceRequest { backend, threads: self.threads, gpu: self.gpu }
+    }
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -119,12 +163,21 @@ fn main() -> ExitCode {
         .without_time()
         .init();
     let result = match cli.command {
-        Command::Run { case, out, common, max_steps, quiet } => cmd_run(&case, out, &common, max_steps, quiet),
+        Command::Run { case, out, common, max_steps, restart, quiet } => {
+            cmd_run(&case, out, &common, max_steps, restart, quiet)
+        }
+        Command::Dump { checkpoint, csv } => cmd_dump(&checkpoint, &csv),
         Command::Check { case, common } => cmd_check(&case, &common),
+        Command::Info => cmd_info(),
         Command::Bench { cases, steps, common } => cmd_bench(cases, steps, &common),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        // Not an error: the run stopped as asked and can go on.
+        Err(Failure(EXIT_INTERRUPTED, msg)) => {
+            eprintln!("interrupted: {msg}");
+            ExitCode::from(EXIT_INTERRUPTED)
+        }
         Err(Failure(code, msg)) => {
             eprintln!("error: {msg}");
             ExitCode::from(code)
@@ -136,12 +189,6 @@ fn load(path: &Path, common: &Common) -> Result<Case, Failure> {
     Case::from_file(path, &common.set).map_err(|e| Failure(EXIT_BAD_INPUT, e.to_string()))
 }
 
-fn backend_name(choice: BackendChoice) -> &'static str {
-    match choice {
-        BackendChoice::Auto | BackendChoice::Cpu => "cpu",
-    }
-}
-
 fn cmd_check(path: &Path, common: &Common) -> Result<(), Failure> {
     let case = load(path, common)?;
     let grid =
@@ -149,7 +196,9 @@ fn cmd_check(path: &Path, common: &Common) -> Result<(), Failure> {
     let filled = fill(&case);
     let n = filled.len();
     let fluid = filled.fluid_count();
-    let bpp = surge_cpu::bytes_per_particle(BufferSet::for_case(&case), n, grid.cell_count());
+    let set = BufferSet::for_case(&case);
+    let cpu_bpp = surge_cpu::bytes_per_particle(set, n, grid.cell_count());
+    let gpu_bpp = surge_cuda::bytes_per_particle(set, n, grid.cell_count());
     let visc = match case.viscosity {
         Viscosity::Artificial { alpha } => format!("artificial (alpha {alpha})"),
         Viscosity::Laminar { nu } => format!("laminar (nu {nu} m²/s)"),
@@ -184,7 +233,34 @@ fn cmd_check(path: &Path, common: &Common) -> Result<(), Failure> {
         case.end_time / dt0,
         case.end_time
     );
-    println!("memory      {:.1} MB on {} ({bpp} bytes/particle)", (bpp * n) as f64 / 1e6, backend_name(common.backend));
+    println!(
+        "memory      {:.1} MB on cpu ({cpu_bpp} bytes/particle), {:.1} MB on a GPU ({gpu_bpp} bytes/particle)",
+        (cpu_bpp * n) as f64 / 1e6,
+        (gpu_bpp * n) as f64 / 1e6
+    );
+    // The kernels need NVRTC but no GPU: a case can be checked on a login node.
+    if common.backend != BackendArg::Cpu {
+        match surge_cuda::nvrtc_version() {
+            Ok(_) => {
+                let arch = match surge_cuda::gpus() {
+                    Ok(g) if common.gpu < g.len() => surge_cuda::compile::arch_for(g[common.gpu].compute_capability),
+                    _ => "compute_80",
+                };
+                let t0 = std::time::Instant::now();
+                let c = surge_cuda::compile::compile(&surge_cuda::compile::defines(&case, &grid), arch)
+                    .map_err(|e| Failure(EXIT_RUN_FAILED, e))?;
+                println!(
+                    "kernels     {} for {arch} in {:.2} s",
+                    if c.cached { "loaded from the cache" } else { "compiled with NVRTC" },
+                    t0.elapsed().as_secs_f64()
+                );
+            }
+            Err(e) if common.backend == BackendArg::Cuda => {
+                return Err(Failure(EXIT_BAD_INPUT, format!("--backend cuda: {e}")))
+            }
+            Err(e) => println!("kernels     not compiled: {e}"),
+        }
+    }
     println!(
         "output      every {} s (frames), every {} s (gauges: {})",
         case.output_interval,
@@ -200,14 +276,17 @@ fn cmd_run(
     out: Option<PathBuf>,
     common: &Common,
     max_steps: Option<u64>,
+    restart: Option<surge_runtime::RestartFrom>,
     quiet: bool,
 ) -> Result<(), Failure> {
+    // First, so that a signal during set-up is not lost: it stops the run at its first step.
+    let stop = stop_on_signals()?;
     let case = load(path, common)?;
     let out_dir = out.unwrap_or_else(|| surge_runtime::default_out_dir(&case));
     let filled = fill(&case);
-    let backend = surge_cpu::CpuBackend::new(&case, &filled, common.threads)
+    let chosen = surge_runtime::load(&case, &filled, common.request())
         .map_err(|e| Failure(EXIT_BAD_INPUT, format!("{}: {e}", path.display())))?;
-    let threads = backend.threads() as u32;
+    let threads = chosen.threads as u32;
     tracing::info!(
         "{}: {} particles ({} fluid), dp {} m, h {:.5} m, c0 {:.3} m/s, end {} s",
         case.name,
@@ -218,15 +297,22 @@ fn cmd_run(
         case.c0,
         case.end_time
     );
-    if common.backend == BackendChoice::Auto {
-        tracing::info!("backend auto: cpu ({threads} threads)");
-    }
+    tracing::info!("{}", chosen.note);
     tracing::info!("output: {}", out_dir.display());
-    let opts = RunOptions { out_dir: out_dir.clone(), max_steps, progress_every: Duration::from_millis(250) };
+    let opts = RunOptions {
+        max_steps,
+        progress_every: Duration::from_millis(250),
+        stop,
+        restart,
+        ..RunOptions::new(out_dir.clone())
+    };
     let mut obs = Reporter::new(quiet, case.end_time);
-    let result = surge_runtime::run(&case, Box::new(backend), 1, threads, &opts, &mut obs);
+    let result = surge_runtime::run(&case, chosen.backend, 1, threads, &opts, &mut obs);
     obs.finish();
     match result {
+        Ok(s) if s.status == surge_io::Summary::INTERRUPTED => {
+            Err(Failure(EXIT_INTERRUPTED, s.message.unwrap_or_default()))
+        }
         Ok(s) => {
             tracing::info!(
                 "done: {} steps to t = {:.6} s in {:.2} s wall, {:.3e} particle-steps/s; summary in {}",
@@ -238,8 +324,37 @@ fn cmd_run(
             );
             Ok(())
         }
+        Err((e @ surge_runtime::RunError::Restart(_), _)) => Err(Failure(EXIT_BAD_INPUT, e.to_string())),
         Err((e, _)) => Err(Failure(EXIT_RUN_FAILED, e.to_string())),
     }
+}
+
+/// SIGTERM (sent by schedulers at the time limit, and by `kill`) and SIGUSR1 (Slurm's
+/// `--signal=B:USR1@120`) set the returned flag instead of killing the process: the run
+/// writes a checkpoint at the end of the current step and exits with EXIT_INTERRUPTED.
+fn stop_on_signals() -> Result<std::sync::Arc<std::sync::atomic::AtomicBool>, Failure> {
+    use signal_hook::consts::{SIGTERM, SIGUSR1};
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for sig in [SIGTERM, SIGUSR1] {
+        signal_hook::flag::register(sig, std::sync::Arc::clone(&stop))
+            .map_err(|e| Failure(EXIT_RUN_FAILED, format!("cannot install the handler of signal {sig}: {e}")))?;
+    }
+    Ok(stop)
+}
+
+fn cmd_dump(checkpoint: &Path, csv: &Path) -> Result<(), Failure> {
+    let c = surge_io::checkpoint::load(checkpoint, None).map_err(|e| Failure(EXIT_BAD_INPUT, e.to_string()))?;
+    c.write_csv(csv).map_err(|e| Failure(EXIT_RUN_FAILED, e.to_string()))?;
+    tracing::info!(
+        "{}: {} particles of `{}` at t = {} s (step {}) written to {}",
+        checkpoint.display(),
+        c.particles.len(),
+        c.header.case_name,
+        c.header.time,
+        c.header.step,
+        csv.display()
+    );
+    Ok(())
 }
 
 /// Progress bar on a terminal; a log line every 10 s otherwise.
@@ -306,12 +421,39 @@ fn cmd_bench(cases: BenchCases, steps: u64, common: &Common) -> Result<(), Failu
             name,
         )
         .map_err(|e| Failure(EXIT_BAD_INPUT, e.to_string()))?;
-        let sim = surge_runtime::cpu_simulation(&case, common.threads).map_err(|e| Failure(EXIT_BAD_INPUT, e))?;
+        let (sim, _) = surge_runtime::simulation(&case, common.request()).map_err(|e| Failure(EXIT_BAD_INPUT, e))?;
         rows.push(surge_runtime::bench(sim, steps).map_err(|e| Failure(EXIT_RUN_FAILED, e.to_string()))?);
     }
     println!("{}", surge_runtime::BenchResult::HEADER);
     for r in rows {
         println!("{}", r.row());
     }
+    Ok(())
+}
+
+fn cmd_info() -> Result<(), Failure> {
+    println!("surge {}", env!("CARGO_PKG_VERSION"));
+    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    println!("cpu         {threads} hardware threads");
+    match surge_cuda::gpus() {
+        Ok(gpus) => {
+            for g in gpus {
+                println!(
+                    "gpu {}       {}, {:.1} GiB, compute capability {}.{}",
+                    g.ordinal,
+                    g.name,
+                    g.memory as f64 / (1u64 << 30) as f64,
+                    g.compute_capability.0,
+                    g.compute_capability.1
+                );
+            }
+        }
+        Err(e) => println!("cuda        not usable: {e}"),
+    }
+    match surge_cuda::nvrtc_version() {
+        Ok((major, minor)) => println!("nvrtc       {major}.{minor}"),
+        Err(e) => println!("nvrtc       not usable: {e}"),
+    }
+    println!("mpi         not in this build (MPI support is planned as the `mpi` cargo feature)");
     Ok(())
 }

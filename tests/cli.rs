@@ -58,6 +58,8 @@ const BROKEN: &[(&str, &[&str])] = &[
     ("duplicate_gauge_name.toml", &["field `gauge[1].name`", "already named `p`"]),
     ("invalid_syntax.toml", &["not valid TOML", "unclosed table", "line 7"]),
     ("duplicate_key.toml", &["not valid TOML", "duplicate key", "line 6"]),
+    ("negative_checkpoint_interval.toml", &["field `checkpoint.interval`", "positive", "-0.05"]),
+    ("checkpoint_keep_zero.toml", &["field `checkpoint.keep`", "at least 1"]),
 ];
 
 // ---------------------------------------------------------------------------------------------

@@ -6,18 +6,44 @@ use std::path::Path;
 use surge_core::backend::Snapshot;
 use surge_core::buffers::Kind;
 use surge_core::Case;
-use surge_runtime::Simulation;
+use surge_runtime::{BackendChoice, DeviceRequest, Simulation};
+
+/// The shipped configs: beside the sources where the test was built, else in the current
+/// directory (test binaries copied to a GPU host run from the repository root there).
+pub fn configs_dir() -> std::path::PathBuf {
+    let built = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs");
+    if built.is_dir() {
+        built
+    } else {
+        std::env::current_dir().expect("current directory").join("configs")
+    }
+}
 
 /// Load a shipped case with `--set`-style overrides.
 pub fn case(name: &str, overrides: &[&str]) -> Case {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs").join(name);
+    let path = configs_dir().join(name);
     let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
     Case::from_file(&path, &o).unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// The case on the CPU backend with `threads` threads.
+/// The backend the physics tests run on: the CPU, or GPU 0 with `SURGE_TEST_BACKEND=cuda`
+/// (scripts/gpu_check.sh runs the same tests both ways).
+pub fn test_backend() -> BackendChoice {
+    match std::env::var("SURGE_TEST_BACKEND").as_deref() {
+        Ok("cuda") => BackendChoice::Cuda,
+        Ok("cpu") | Err(_) => BackendChoice::Cpu,
+        Ok(other) => panic!("SURGE_TEST_BACKEND={other}: expected cpu or cuda"),
+    }
+}
+
+/// The case on the test backend (`threads` CPU threads on the CPU).
 pub fn sim(case: &Case, threads: usize) -> Simulation {
-    surge_runtime::cpu_simulation(case, threads).unwrap_or_else(|e| panic!("{e}"))
+    sim_on(case, test_backend(), threads)
+}
+
+/// The case on a given backend.
+pub fn sim_on(case: &Case, backend: BackendChoice, threads: usize) -> Simulation {
+    surge_runtime::simulation(case, DeviceRequest { backend, threads, gpu: 0 }).unwrap_or_else(|e| panic!("{e}")).0
 }
 
 /// Indices of the fluid particles of a snapshot.

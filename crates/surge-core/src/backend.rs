@@ -1,6 +1,8 @@
 //! The execution role: what a worker asks of a device (CPU cores, a GPU). The worker runs
 //! the step plan over this trait and never knows which device it drives.
 
+use crate::buffers::ParticleState;
+
 /// Largest values found by a force pass, for the time step.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct ForceStats {
@@ -91,6 +93,9 @@ pub trait Backend: Send {
     }
     /// Device memory per particle (all buffers).
     fn bytes_per_particle(&self) -> usize;
+    /// The skin of the backend's grid (cell size minus kernel support, in metres): the
+    /// runtime rebuilds before any particle may have moved half of it.
+    fn skin(&self) -> f64;
     /// Re-key every particle to the cell that holds it, sort by key, rebuild cell ranges.
     /// Fails with the lowest-id particle that left the domain or is not finite.
     fn rebuild(&mut self) -> Result<(), BadParticle>;
@@ -102,4 +107,16 @@ pub trait Backend: Send {
     fn snapshot(&mut self, out: &mut Snapshot);
     /// Evaluate the case's gauges into `out` (one value per gauge, in order).
     fn gauges(&mut self, out: &mut Vec<f64>);
+    /// Copy the conserved particle state to the host for a checkpoint, in storage order
+    /// (sorted by the cell keys of the last rebuild; see [`ParticleState`]), and say which
+    /// grid its cells refer to ([`ParticleState::set_grid`]: a checkpoint is refused
+    /// without it). Postcondition: [`Backend::import_state`] of `out`, on any backend of the
+    /// same case with the same grid, continues bitwise as this one would.
+    fn export_state(&mut self, out: &mut ParticleState);
+    /// Replace every particle with `state`. A state keyed on another grid is first
+    /// re-located onto this backend's ([`ParticleState::relocate`]); then it must pass
+    /// [`ParticleState::validate`]. The cells are kept, not re-keyed: the particles are
+    /// sorted stably by their cell's key (a state in storage order keeps its order) and the
+    /// cell table is rebuilt from them. Fails when the state lacks a buffer the case needs.
+    fn import_state(&mut self, state: ParticleState) -> Result<(), String>;
 }

@@ -3,6 +3,7 @@
 //! [`ParticleArrays`], its name in dumps, and whether it is conserved (moves with the
 //! particle when arrays are re-ordered) or scratch (recomputed each step).
 
+use crate::grid::Grid;
 use bytemuck::Zeroable;
 
 /// Particle kind, stored in `Info[1]`.
@@ -70,6 +71,28 @@ macro_rules! buffers {
             pub fn len(&self) -> usize { self.info.len() }
             /// True when there are no particles.
             pub fn is_empty(&self) -> bool { self.info.is_empty() }
+            /// The bytes of buffer `id` (empty when it is not allocated).
+            pub fn bytes(&self, id: BufferId) -> &[u8] {
+                match id { $(BufferId::$variant => bytemuck::cast_slice(&self.$field)),* }
+            }
+            /// The bytes of buffer `id`, to fill in place.
+            pub fn bytes_mut(&mut self, id: BufferId) -> &mut [u8] {
+                match id { $(BufferId::$variant => bytemuck::cast_slice_mut(&mut self.$field)),* }
+            }
+            /// Make the buffers of `set` copies of those of `src`, reusing this set's
+            /// allocations; the other buffers are emptied.
+            pub fn copy_from(&mut self, src: &Self, set: BufferSet) {
+                $( self.$field.clear();
+                if set.contains(BufferId::$variant) { self.$field.extend_from_slice(&src.$field); } )*
+            }
+            /// Move the buffers of `set` out of `src` (left empty there) into this set.
+            pub fn take_from(&mut self, src: &mut Self, set: BufferSet) {
+                $( if set.contains(BufferId::$variant) { self.$field = std::mem::take(&mut src.$field); } )*
+            }
+            /// Append the particles of `other` (left empty) to every buffer.
+            pub fn append(&mut self, other: &mut Self) {
+                $( self.$field.append(&mut other.$field); )*
+            }
             /// Re-order every allocated conserved buffer: element k becomes old element
             /// `perm[k]`. `scratch` holds the same conserved buffers; its contents are clobbered.
             pub fn permute_conserved(&mut self, perm: &[u32], scratch: &mut Self) {
@@ -148,10 +171,177 @@ impl BufferSet {
         }
         BufferSet(s)
     }
+    /// The buffers of this set that `o` does not hold.
+    pub fn without(self, o: BufferSet) -> Self {
+        BufferSet(self.0 & !o.0)
+    }
+    /// The buffers of the set, in registry order.
+    pub fn iter(self) -> impl Iterator<Item = BufferId> {
+        BufferId::ALL.iter().copied().filter(move |b| self.contains(*b))
+    }
     /// Bytes per particle of the buffers in the set.
     pub fn bytes_per_particle(self) -> usize {
-        BufferId::ALL.iter().filter(|b| self.contains(**b)).map(|b| b.elem_bytes()).sum()
+        self.iter().map(|b| b.elem_bytes()).sum()
     }
+}
+
+/// The conserved state of particles in a form every backend and the checkpoint files share:
+/// the conserved buffers a case allocates ([`BufferSet::for_case`] and
+/// [`BufferSet::conserved`]), as host arrays of the registry's element types. Scratch
+/// buffers are recomputed each step and never part of it.
+///
+/// Order: sorted by the linear key of the stored cells, slices of devices one after the
+/// other. Positions stay in cell + offset form, and the cells are those of the last rebuild
+/// (a particle may have moved past its cell's edge since), so a backend rebuilds its cell
+/// table from them without re-keying and continues bitwise where the exporter stopped.
+///
+/// The cells refer to the grid of the backend that exported the state ([`Self::grid`]):
+/// backends may choose their own cell size (skin), so one whose grid differs re-locates the
+/// particles on import ([`Self::relocate`]), exact to float32 rounding of the offsets.
+#[derive(Debug, Clone, Default)]
+pub struct ParticleState {
+    /// Which buffers are held; kept explicitly, since a device may hold no particle.
+    buffers: BufferSet,
+    arrays: ParticleArrays,
+    /// The grid the cells refer to; `None` until the exporter says.
+    grid: Option<Grid>,
+}
+
+impl ParticleState {
+    /// n zeroed particles with the conserved buffers of `set` (its scratch buffers are
+    /// ignored), to fill through [`ParticleState::bytes_mut`].
+    pub fn zeroed(n: usize, set: BufferSet) -> Self {
+        let buffers = set.and(BufferSet::conserved());
+        ParticleState { buffers, arrays: ParticleArrays::with_buffers(n, buffers), grid: None }
+    }
+    /// Copy the conserved buffers of `set` out of a device's arrays, reusing this state's
+    /// allocations.
+    pub fn copy_from(&mut self, src: &ParticleArrays, set: BufferSet) {
+        self.buffers = set.and(BufferSet::conserved());
+        self.arrays.copy_from(src, self.buffers);
+    }
+    /// Say which grid the cells refer to: every exporter must (see [`Self::grid`]).
+    pub fn set_grid(&mut self, grid: &Grid) {
+        self.grid = Some(grid.clone());
+    }
+    /// The grid the cells refer to, when the exporter said.
+    pub fn grid(&self) -> Option<&Grid> {
+        self.grid.as_ref()
+    }
+    /// Re-key every particle from the grid it was stored on to `to` through its absolute
+    /// position (float64), wrapping periodic axes: what a backend with another cell size
+    /// does on import. Does nothing when the grids are the same (or the state does not say
+    /// its grid), so that a restart on the same grid stays bitwise. Fails with the lowest id
+    /// of a particle outside `to`'s domain.
+    pub fn relocate(&mut self, to: &Grid) -> Result<(), String> {
+        let from = match self.grid.take() {
+            Some(g) if g != *to => g,
+            other => {
+                self.grid = other;
+                return Ok(());
+            }
+        };
+        let a = &mut self.arrays;
+        let mut outside: Option<u32> = None;
+        for i in 0..a.len() {
+            let (c, off) = to.locate(from.absolute(a.cell[i], a.pos[i]));
+            let c4 = [c[0], c[1], c[2], 0];
+            let o4 = [off[0], off[1], off[2], a.pos[i][3]];
+            match to.rekey(c4, o4) {
+                Some((c, o)) => (a.cell[i], a.pos[i]) = (c, o),
+                None => {
+                    let id = a.info[i][0];
+                    outside = Some(outside.map_or(id, |o| o.min(id)));
+                }
+            }
+        }
+        if let Some(id) = outside {
+            return Err(format!("particle {id} lies outside the domain of the grid it is moved to"));
+        }
+        self.grid = Some(to.clone());
+        Ok(())
+    }
+    /// The buffers held.
+    pub fn buffers(&self) -> BufferSet {
+        self.buffers
+    }
+    /// Number of particles.
+    pub fn len(&self) -> usize {
+        self.arrays.len()
+    }
+    /// True when there is no particle.
+    pub fn is_empty(&self) -> bool {
+        self.arrays.is_empty()
+    }
+    /// The arrays (the buffers not held are empty).
+    pub fn arrays(&self) -> &ParticleArrays {
+        &self.arrays
+    }
+    /// The arrays, to change values in place; keep every held buffer at the same length.
+    pub fn arrays_mut(&mut self) -> &mut ParticleArrays {
+        &mut self.arrays
+    }
+    /// The raw bytes of a held buffer (empty for one not held).
+    pub fn bytes(&self, id: BufferId) -> &[u8] {
+        self.arrays.bytes(id)
+    }
+    /// The raw bytes of a held buffer, to fill in place (e.g. straight from a file).
+    pub fn bytes_mut(&mut self, id: BufferId) -> &mut [u8] {
+        self.arrays.bytes_mut(id)
+    }
+    /// The arrays, for a backend to move into its own.
+    pub fn into_arrays(self) -> ParticleArrays {
+        self.arrays
+    }
+    /// Append the particles of `other` (the next slice in key order); both must hold the
+    /// same buffers.
+    pub fn append(&mut self, mut other: ParticleState) -> Result<(), String> {
+        if other.grid != self.grid {
+            return Err("particle states on different grids cannot be joined".into());
+        }
+        if other.buffers != self.buffers {
+            return Err(format!(
+                "particle states with different buffers ({} and {}) cannot be joined",
+                names(self.buffers),
+                names(other.buffers)
+            ));
+        }
+        self.arrays.append(&mut other.arrays);
+        Ok(())
+    }
+
+    /// Check what a backend relies on before it takes the state: every held buffer has one
+    /// element per particle, ids are exactly 0..n, kinds are known and cells lie in `grid`.
+    /// A state that passes cannot make a backend index out of bounds.
+    pub fn validate(&self, grid: &Grid) -> Result<(), String> {
+        let n = self.len();
+        for b in self.buffers.iter() {
+            let len = self.arrays.bytes(b).len() / b.elem_bytes();
+            if len != n {
+                return Err(format!("buffer `{}` holds {len} particles, `id_kind` {n}", b.name()));
+            }
+        }
+        let mut seen = vec![false; n];
+        for (i, info) in self.arrays.info.iter().enumerate() {
+            let [id, kind] = *info;
+            if id as usize >= n || std::mem::replace(&mut seen[id as usize], true) {
+                return Err(format!("particle {i} has id {id}: ids must be 0..{n}, each once"));
+            }
+            if kind > Kind::Boundary as u32 {
+                return Err(format!("particle {id} has the unknown kind code {kind}"));
+            }
+            let c = self.arrays.cell[i];
+            if (0..3).any(|a| c[a] < 0 || c[a] >= grid.n[a]) {
+                return Err(format!("particle {id} is in cell {:?}, outside the grid of {:?} cells", &c[..3], grid.n));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The names of the buffers of a set, for messages.
+pub fn names(set: BufferSet) -> String {
+    set.iter().map(|b| b.name()).collect::<Vec<_>>().join(", ")
 }
 
 #[cfg(test)]
@@ -171,5 +361,81 @@ mod tests {
         assert_eq!(a.press, vec![0.0, 1.0, 2.0]);
         assert!(BufferSet::all().bytes_per_particle() >= 100);
         assert!(BufferId::ALL.iter().all(|b| b.elem_bytes() != 12));
+    }
+
+    #[test]
+    fn particle_state_holds_conserved_buffers_only_and_validates() {
+        let mut a = ParticleArrays::zeroed(3);
+        for i in 0..3 {
+            a.info[i] = [2 - i as u32, (i % 2) as u32];
+            a.pos[i] = [i as f32, 0.5, 0.0, 1.0];
+        }
+        let mut s = ParticleState::default();
+        s.copy_from(&a, BufferSet::all());
+        assert_eq!(s.buffers(), BufferSet::conserved());
+        assert_eq!(s.len(), 3);
+        assert!(s.arrays().press.is_empty() && s.arrays().key.is_empty());
+        assert_eq!(s.bytes(BufferId::Pos), bytemuck::cast_slice::<_, u8>(&a.pos));
+        assert!(s.bytes(BufferId::Press).is_empty());
+
+        let grid = crate::grid::Grid {
+            origin: [0.0; 3],
+            cell: [1.0; 3],
+            n: [2, 2, 1],
+            periodic: [false; 3],
+            order: [0, 1, 2],
+            dim: 2,
+            support: 0.8,
+            skin: 0.2,
+            reach: 1,
+        };
+        s.validate(&grid).unwrap();
+        let mut bad = s.clone();
+        bad.arrays_mut().info[1][0] = 0;
+        assert!(bad.validate(&grid).unwrap_err().contains("ids must be 0..3"));
+        let mut bad = s.clone();
+        bad.arrays_mut().cell[2] = [0, 2, 0, 0];
+        assert!(bad.validate(&grid).unwrap_err().contains("outside the grid"));
+        let mut bad = s.clone();
+        bad.arrays_mut().vel.pop();
+        assert!(bad.validate(&grid).unwrap_err().contains("vel_rel_density"));
+
+        // Another grid: cells of half the size, shifted origin, periodic along y.
+        s.set_grid(&grid);
+        let fine =
+            crate::grid::Grid { origin: [-0.25, 0.0, 0.0], cell: [0.5, 0.25, 1.0], n: [5, 8, 1], ..grid.clone() };
+        let mut moved = s.clone();
+        moved.arrays_mut().pos[2] = [0.3, -0.2, 0.0, 1.0];
+        let mut back = moved.clone();
+        back.relocate(&fine).unwrap();
+        assert_eq!(back.grid(), Some(&fine));
+        back.validate(&fine).unwrap();
+        back.relocate(&grid).unwrap();
+        for i in 0..3 {
+            let (x, y) = (
+                grid.absolute(moved.arrays().cell[i], moved.arrays().pos[i]),
+                grid.absolute(back.arrays().cell[i], back.arrays().pos[i]),
+            );
+            assert!((0..2).all(|a| (x[a] - y[a]).abs() < 1e-7), "particle {i}: {x:?} -> {y:?}");
+            assert!(back.arrays().pos[i].iter().take(2).all(|o| o.abs() <= 0.5), "re-keyed into the cell holding it");
+        }
+        // The same grid changes nothing.
+        let mut same = moved.clone();
+        same.relocate(&grid).unwrap();
+        assert_eq!(same.bytes(BufferId::Pos), moved.bytes(BufferId::Pos));
+        // Outside a grid that is not periodic there: named by id.
+        let small = crate::grid::Grid { n: [1, 2, 1], periodic: [false; 3], ..grid.clone() };
+        // (Id 1, stored at index 1, is at x = 1.5.)
+        let e = moved.clone().relocate(&small).unwrap_err();
+        assert!(e.contains("particle 1 lies outside"), "{e}");
+
+        let mut joined = s.clone();
+        joined.append(s.clone()).unwrap();
+        assert_eq!(joined.len(), 6);
+        let mut fewer = ParticleState::default();
+        fewer.copy_from(&a, BufferSet::conserved().without(BufferSet(BufferId::Wall.bit())));
+        assert!(joined.append(fewer.clone()).unwrap_err().contains("different grids"));
+        fewer.set_grid(&grid);
+        assert!(joined.append(fewer).unwrap_err().contains("wall_normal_distance"));
     }
 }

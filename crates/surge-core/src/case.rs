@@ -215,6 +215,10 @@ pub struct Case {
     pub obstacles: Vec<Aabb>,
     /// Initial velocity.
     pub initial: Initial,
+    /// Simulated time between checkpoints; `None`: no periodic checkpoints.
+    pub checkpoint_interval: Option<f64>,
+    /// How many of the newest checkpoints to keep (at least 1).
+    pub checkpoint_keep: u32,
 }
 
 /// Errors while checking: the file name is added by [`Case::from_file`].
@@ -520,7 +524,7 @@ impl Case {
                     periodic[ax.index()] = true;
                 }
                 for a in (0..dim).filter(|&a| periodic[a]) {
-                    crate::grid::axis_cells(b.max[a] - b.min[a], 2.0 * h, true)
+                    crate::grid::axis_cells(b.max[a] - b.min[a], 2.0 * h, crate::grid::SKIN_FRACTION, true)
                         .map_err(|e| c.err("domain.periodic", format!("periodic axis {}: {e}", AXES[a])))?;
                 }
                 if !b.contains_box(&geometry_box, dim) {
@@ -579,6 +583,14 @@ impl Case {
             });
         }
 
+        let checkpoint_interval = match f.checkpoint.interval {
+            Some(i) => Some(c.positive("checkpoint.interval", i)?),
+            None => None,
+        };
+        if f.checkpoint.keep == 0 {
+            return Err(c.err("checkpoint.keep", "expected at least 1: a restart needs a checkpoint to keep"));
+        }
+
         let initial = match &f.initial_velocity {
             None => Initial::Constant([0.0; 3]),
             Some(InitialVelocity::Constant { value }) => {
@@ -633,7 +645,111 @@ impl Case {
             walls,
             obstacles,
             initial,
+            checkpoint_interval,
+            checkpoint_keep: f.checkpoint.keep,
         })
+    }
+
+    /// The identity of the simulated problem, which a checkpoint carries so that a restart
+    /// refuses the particles of another case: geometry (dp, h, domain, periodic axes, fluid,
+    /// wall and obstacle boxes, wall velocities, initial state), physics (density, body force,
+    /// kernel, equation of state, viscosity, density diffusion, shifting) and the time scheme
+    /// (which sets what the stored step-back velocities mean).
+    ///
+    /// Left out, because a restart may change them: the name, `time.end`, `time.cfl` and
+    /// `time.dt_max` (e.g. a smaller CFL after an instability; the continuation is then no
+    /// longer bitwise the uninterrupted run), output, gauges and checkpoint settings.
+    ///
+    /// Every field is named below, so a new field does not compile until it is put on one
+    /// side or the other.
+    pub fn physics_hash(&self) -> u64 {
+        use crate::hash::Fnv1a;
+        let Case {
+            name: _,
+            dim,
+            dp,
+            h,
+            domain,
+            periodic,
+            rho0,
+            mass,
+            body_force,
+            kernel,
+            gamma,
+            c0,
+            tait_b,
+            background_pressure,
+            viscosity,
+            diffusion,
+            shifting,
+            hydrostatic_start,
+            scheme,
+            cfl: _,
+            verlet_euler_every,
+            dt_max: _,
+            end_time: _,
+            output_interval: _,
+            gauge_interval: _,
+            formats: _,
+            gauges: _,
+            fluid,
+            walls,
+            obstacles,
+            initial,
+            checkpoint_interval: _,
+            checkpoint_keep: _,
+        } = self;
+        let mut hs = Fnv1a::new();
+        let aabb = |hs: &mut Fnv1a, b: &Aabb| {
+            hs.f64s(&b.min).f64s(&b.max);
+        };
+        hs.str("surge case v1").u64(*dim as u64).f64s(&[*dp, *h]);
+        aabb(&mut hs, domain);
+        periodic.iter().for_each(|&p| {
+            hs.u64(p as u64);
+        });
+        hs.f64s(&[*rho0, *mass]).f64s(body_force);
+        hs.str(match kernel {
+            KernelKind::WendlandC2 => "wendland_c2",
+            KernelKind::CubicSpline => "cubic_spline",
+        });
+        hs.f64s(&[*gamma, *c0, *tait_b, *background_pressure]);
+        match *viscosity {
+            Viscosity::Artificial { alpha } => hs.str("artificial").f64(alpha),
+            Viscosity::Laminar { nu } => hs.str("laminar").f64(nu),
+        };
+        match *diffusion {
+            Diffusion::None => hs.str("none"),
+            Diffusion::MolteniColagrossi { delta } => hs.str("molteni_colagrossi").f64(delta),
+            Diffusion::Fourtakas { delta } => hs.str("fourtakas").f64(delta),
+        };
+        match *shifting {
+            Shifting::None => hs.str("none"),
+            Shifting::Lind { coefficient, surface_threshold } => hs.str("lind").f64s(&[coefficient, surface_threshold]),
+        };
+        hs.u64(*hydrostatic_start as u64);
+        match scheme {
+            Scheme::Symplectic => hs.str("symplectic"),
+            Scheme::Verlet => hs.str("verlet").u64(*verlet_euler_every as u64),
+        };
+        hs.u64(fluid.len() as u64);
+        fluid.iter().for_each(|b| aabb(&mut hs, b));
+        hs.u64(walls.len() as u64);
+        for w in walls {
+            let Wall { inner, faces, layers, velocity } = w;
+            aabb(&mut hs, inner);
+            faces.iter().flatten().for_each(|&f| {
+                hs.u64(f as u64);
+            });
+            hs.u64(*layers as u64).f64s(velocity);
+        }
+        hs.u64(obstacles.len() as u64);
+        obstacles.iter().for_each(|b| aabb(&mut hs, b));
+        match *initial {
+            Initial::Constant(v) => hs.str("constant").f64s(&v),
+            Initial::TaylorGreen { u0 } => hs.str("taylor_green").f64(u0),
+        };
+        hs.finish()
     }
 
     /// The axis along which the domain is split between devices: the longest extent of the
@@ -661,5 +777,87 @@ impl Case {
             Viscosity::Artificial { .. } => dt,
         };
         dt.min(self.dt_max)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CASE: &str = r#"
+        dp = 0.1
+        time = { end = 1.0 }
+        physics = { body_force = [0.0, -9.81] }
+        [[fluid]]
+        min = [0.0, 0.0]
+        max = [1.0, 1.0]
+        [[wall]]
+        min = [0.0, 0.0]
+        max = [2.0, 2.0]
+        [[gauge]]
+        name = "p"
+        kind = "pressure"
+        point = [0.5, 0.1]
+    "#;
+
+    fn hash(sets: &[&str]) -> u64 {
+        let o: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        Case::from_str(CASE, &o).unwrap_or_else(|e| panic!("{e}")).physics_hash()
+    }
+
+    #[test]
+    fn physics_hash_follows_physics_and_geometry_only() {
+        let base = hash(&[]);
+        for same in [
+            "time.end=5.0",
+            "time.cfl=0.1",
+            "time.dt_max=1e-4",
+            "name=other",
+            "output.interval=0.01",
+            "output.gauge_interval=0.001",
+            r#"output.formats=["csv"]"#,
+            "gauge.0.point=[0.2, 0.2]",
+            "checkpoint.interval=0.5",
+            "checkpoint.keep=5",
+        ] {
+            assert_eq!(hash(&[same]), base, "--set {same} must not change the case hash");
+        }
+        for other in [
+            "dp=0.05",
+            "h_over_dp=2.0",
+            "fluid.0.max=[1.0, 0.9]",
+            "wall.0.layers=4",
+            "wall.0.velocity=[0.1, 0.0]",
+            "physics.rho0=1001.0",
+            "physics.body_force=[0.0, -9.8]",
+            r#"physics.kernel="cubic_spline""#,
+            "physics.eos.c0_coef=11.0",
+            r#"physics.viscosity={kind="laminar", nu=1e-6}"#,
+            r#"physics.density_diffusion={kind="none"}"#,
+            r#"physics.shifting={kind="lind"}"#,
+            r#"physics.initial_pressure="zero""#,
+            r#"time.scheme="verlet""#,
+            "domain={min=[-1.0, -1.0], max=[3.0, 3.0]}",
+            "initial_velocity={kind=\"constant\", value=[0.1, 0.0]}",
+        ] {
+            assert_ne!(hash(&[other]), base, "--set {other} must change the case hash");
+        }
+        assert_ne!(hash(&[r#"time.scheme="verlet""#]), hash(&[r#"time.scheme="verlet""#, "time.verlet_euler_every=7"]));
+    }
+
+    #[test]
+    fn checkpoint_settings_are_checked() {
+        let c = Case::from_str(CASE, &[]).unwrap();
+        assert_eq!((c.checkpoint_interval, c.checkpoint_keep), (None, 2));
+        let c = Case::from_str(CASE, &["checkpoint.interval=0.25".into(), "checkpoint.keep=3".into()]).unwrap();
+        assert_eq!((c.checkpoint_interval, c.checkpoint_keep), (Some(0.25), 3));
+        for (set, want) in [
+            ("checkpoint.interval=-1", "field `checkpoint.interval`: expected a positive number"),
+            ("checkpoint.keep=0", "field `checkpoint.keep`: expected at least 1"),
+            ("checkpoint.every=1", "unknown field `every`"),
+        ] {
+            let e = Case::from_str(CASE, &[set.into()]).unwrap_err().to_string();
+            assert!(e.contains(want), "--set {set}: {e}");
+        }
     }
 }

@@ -87,6 +87,34 @@ pub struct CaseFile {
     pub gauge: Vec<GaugeSpec>,
     /// Initial velocity of the fluid; default at rest.
     pub initial_velocity: Option<InitialVelocity>,
+    /// Periodic checkpoints; default none (a stop signal still writes one).
+    #[serde(default)]
+    pub checkpoint: CheckpointSpec,
+}
+
+fn default_keep() -> u32 {
+    2
+}
+
+/// Checkpoints written into `OUT/checkpoints/`, from which `surge run --restart` continues.
+/// Not part of the case's identity: they may change on a restart.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckpointSpec {
+    /// Simulated time between checkpoints (s); default none: only a stop signal (SIGTERM,
+    /// SIGUSR1) writes one. With an interval, the end of the run writes one too, so the run
+    /// can be extended later by a larger `time.end`.
+    pub interval: Option<f64>,
+    /// How many of the newest checkpoints to keep, default 2: the older one is the fallback
+    /// when the newest is damaged.
+    #[serde(default = "default_keep")]
+    pub keep: u32,
+}
+
+impl Default for CheckpointSpec {
+    fn default() -> Self {
+        Self { interval: None, keep: default_keep() }
+    }
 }
 
 /// The simulation box and its periodic axes.

@@ -7,20 +7,35 @@
 
 use crate::case::Case;
 
-/// The skin added to the kernel support to get the cell size, as a fraction of the support.
-/// Neighbour lists stay valid until some particle has moved half the skin.
+/// The skin added to the kernel support to get the cell size, as a fraction of the support,
+/// unless a backend chooses its own ([`Grid::with_skin`]). Neighbour lists stay valid until
+/// some particle has moved half the skin; a thicker skin means fewer rebuilds but more
+/// candidate neighbours (cell volume grows as (1 + skin)³).
 pub const SKIN_FRACTION: f64 = 0.15;
 
 /// Cell count and cell size (exactly representable in float32) along an axis of length
 /// `len` for kernel support `support`. A periodic axis holds a whole number of cells, at least
 /// three so the stencil never meets a cell twice.
-pub fn axis_cells(len: f64, support: f64, periodic: bool) -> Result<(i32, f64), String> {
-    let min_cell = support * (1.0 + SKIN_FRACTION);
+pub fn axis_cells(len: f64, support: f64, skin_fraction: f64, periodic: bool) -> Result<(i32, f64), String> {
+    axis_cells_reach(len, support, skin_fraction, 1, periodic)
+}
+
+/// As [`axis_cells`] for a stencil reaching `reach` cells on each side: cells of
+/// `support (1 + skin) / reach`, and at least `2 reach + 1` of them on a periodic axis.
+pub fn axis_cells_reach(
+    len: f64,
+    support: f64,
+    skin_fraction: f64,
+    reach: i32,
+    periodic: bool,
+) -> Result<(i32, f64), String> {
+    let min_cell = support * (1.0 + skin_fraction) / reach as f64;
+    let least = (2 * reach + 1) as f64;
     let (k, cell) = if periodic {
         let k = (len / min_cell).floor();
-        if k < 3.0 {
+        if k < least {
             return Err(format!(
-                "{len} m long, less than 3 cells of {min_cell:.4} m (2h plus skin); make the domain longer or dp smaller"
+                "{len} m long, less than {least} cells of {min_cell:.4} m; make the domain longer or dp smaller"
             ));
         }
         (k, len / k)
@@ -52,19 +67,34 @@ pub struct Grid {
     pub support: f64,
     /// Smallest `cell - support` over the axes used.
     pub skin: f64,
+    /// Cells the neighbour stencil reaches on each side of a particle's cell (1: 27 cells in
+    /// 3D; 2: 125 smaller cells, fewer candidate neighbours).
+    pub reach: i32,
 }
 
 impl Grid {
     /// The grid of a case, with `split_axis` varying slowest in the key order.
     pub fn new(case: &Case, split_axis: usize) -> Result<Grid, String> {
+        Grid::with_skin(case, split_axis, SKIN_FRACTION, 1)
+    }
+
+    /// As [`Grid::new`] with a skin of `skin_fraction` times the support and a stencil
+    /// reaching `reach` cells on each side.
+    pub fn with_skin(case: &Case, split_axis: usize, skin_fraction: f64, reach: i32) -> Result<Grid, String> {
         let support = 2.0 * case.h;
-        let mut cell = [support * (1.0 + SKIN_FRACTION); 3];
+        let mut cell = [support * (1.0 + skin_fraction) / reach as f64; 3];
         let mut n = [1i32; 3];
         for a in 0..case.dim {
-            (n[a], cell[a]) = axis_cells(case.domain.max[a] - case.domain.min[a], 2.0 * case.h, case.periodic[a])
-                .map_err(|e| {
-                    format!("{}axis {}: {e}", if case.periodic[a] { "periodic " } else { "" }, ["x", "y", "z"][a])
-                })?;
+            (n[a], cell[a]) = axis_cells_reach(
+                case.domain.max[a] - case.domain.min[a],
+                support,
+                skin_fraction,
+                reach,
+                case.periodic[a],
+            )
+            .map_err(|e| {
+                format!("{}axis {}: {e}", if case.periodic[a] { "periodic " } else { "" }, ["x", "y", "z"][a])
+            })?;
         }
         let mut order = [split_axis, 0, 0];
         let mut k = 1;
@@ -74,8 +104,18 @@ impl Grid {
                 k += 1;
             }
         }
-        let skin = (0..case.dim).map(|a| cell[a] - support).fold(f64::INFINITY, f64::min);
-        Ok(Grid { origin: case.domain.min, cell, n, periodic: case.periodic, order, dim: case.dim, support, skin })
+        let skin = (0..case.dim).map(|a| reach as f64 * cell[a] - support).fold(f64::INFINITY, f64::min);
+        Ok(Grid {
+            origin: case.domain.min,
+            cell,
+            n,
+            periodic: case.periodic,
+            order,
+            dim: case.dim,
+            support,
+            skin,
+            reach,
+        })
     }
 
     /// Number of cells.
@@ -154,13 +194,15 @@ impl Grid {
         Some(out)
     }
 
-    /// Stencil offsets: 9 in 2D, 27 in 3D, in a fixed order (determinism depends on it).
+    /// Stencil offsets: (2 reach + 1)² in 2D, (2 reach + 1)³ in 3D, in a fixed order
+    /// (determinism depends on it).
     pub fn stencil(&self) -> Vec<[i32; 3]> {
-        let zr = if self.dim == 3 { -1..=1 } else { 0..=0 };
+        let r = self.reach;
+        let zr = if self.dim == 3 { -r..=r } else { 0..=0 };
         let mut s = Vec::new();
         for dz in zr {
-            for dy in -1..=1 {
-                for dx in -1..=1 {
+            for dy in -r..=r {
+                for dx in -r..=r {
                     s.push([dx, dy, dz]);
                 }
             }

@@ -10,6 +10,7 @@ pub mod config;
 pub mod gauge;
 pub mod geometry;
 pub mod grid;
+pub mod hash;
 pub mod physics;
 pub mod step;
 mod vec;

@@ -9,8 +9,9 @@ mod update;
 
 use rayon::prelude::*;
 use surge_core::backend::{Backend, BadParticle, ForceStats, Snapshot, Update, UpdateStats};
-use surge_core::buffers::{BufferSet, Kind, ParticleArrays};
+use surge_core::buffers::{self, BufferSet, Kind, ParticleArrays, ParticleState};
 use surge_core::case::{Case, Shifting};
+use surge_core::config::KernelKind;
 use surge_core::gauge::{self, Interpolate};
 use surge_core::geometry::Filled;
 use surge_core::grid::Grid;
@@ -140,6 +141,10 @@ impl Backend for CpuBackend {
         bytes_per_particle(self.buffers, self.a.len(), self.grid.cell_count())
     }
 
+    fn skin(&self) -> f64 {
+        self.grid.skin
+    }
+
     fn rebuild(&mut self) -> Result<(), BadParticle> {
         let CpuBackend { grid, a, scratch, cell_start, pool, .. } = self;
         pool.install(|| sort::rebuild(grid, a, scratch, cell_start))
@@ -174,23 +179,48 @@ impl Backend for CpuBackend {
     }
 
     fn gauges(&mut self, out: &mut Vec<f64>) {
-        gauge::evaluate(&self.case, self, out);
+        let case = self.case.clone();
+        gauge::evaluate(&case, self, out);
+    }
+
+    fn export_state(&mut self, out: &mut ParticleState) {
+        out.copy_from(&self.a, self.buffers);
+        out.set_grid(&self.grid);
+    }
+
+    fn import_state(&mut self, mut state: ParticleState) -> Result<(), String> {
+        let want = self.buffers.and(BufferSet::conserved());
+        if state.buffers() != want {
+            return Err(format!(
+                "the particle state holds the buffers [{}], this case needs [{}]",
+                buffers::names(state.buffers()),
+                buffers::names(want)
+            ));
+        }
+        state.relocate(&self.grid)?;
+        state.validate(&self.grid)?;
+        let n = state.len();
+        let mut a = ParticleArrays::with_buffers(n, self.buffers.without(BufferSet::conserved()));
+        a.take_from(&mut state.into_arrays(), want);
+        self.a = a;
+        self.scratch = ParticleArrays::with_buffers(n, want);
+        let CpuBackend { grid, a, scratch, cell_start, pool, .. } = self;
+        pool.install(|| sort::sort_by_stored_cells(grid, a, scratch, cell_start));
+        Ok(())
     }
 }
 
 impl Interpolate for CpuBackend {
-    fn fluid_sums(&self, x: [f64; 3]) -> (f64, f64) {
-        match self.case.kernel {
-            surge_core::config::KernelKind::WendlandC2 => {
-                self.sums_with(WendlandC2::new(self.case.h, self.case.dim), x)
-            }
-            surge_core::config::KernelKind::CubicSpline => {
-                self.sums_with(CubicSpline::new(self.case.h, self.case.dim), x)
-            }
-        }
+    fn fluid_sums(&mut self, xs: &[[f64; 3]], out: &mut Vec<(f64, f64)>) {
+        let (h, dim) = (self.case.h, self.case.dim);
+        out.clear();
+        out.extend(xs.iter().map(|&x| match self.case.kernel {
+            KernelKind::WendlandC2 => self.sums_with(WendlandC2::new(h, dim), x),
+            KernelKind::CubicSpline => self.sums_with(CubicSpline::new(h, dim), x),
+        }));
     }
 
-    fn fluid_front(&self, axis: usize, below: f64) -> Option<f64> {
+    fn fluid_front(&mut self, axis: usize, below: f64) -> Option<f64> {
         let vert = self.case.dim - 1;
         let a = &self.a;
         let grid = &self.grid;

@@ -13,7 +13,6 @@ pub(crate) fn rebuild(
     scratch: &mut ParticleArrays,
     cell_start: &mut [u32],
 ) -> Result<(), BadParticle> {
-    let n = a.len();
     let bad = (a.cell.par_iter_mut(), a.pos.par_iter_mut(), a.info.par_iter(), a.key.par_iter_mut())
         .into_par_iter()
         .filter_map(|(cell, pos, info, key)| match grid.rekey(*cell, *pos) {
@@ -36,8 +35,30 @@ pub(crate) fn rebuild(
             reason: if finite { "left the domain" } else { "has a non-finite position" },
         });
     }
-    // Counting sort: counts, inclusive prefix sums (bin ends), then a reverse scatter that
-    // leaves the bin starts behind and keeps equal keys in their previous order.
+    sort_by_key(a, scratch, cell_start);
+    Ok(())
+}
+
+/// Key every particle by the cell it holds now, without moving it to another cell, sort and
+/// rebuild `cell_start`: how an imported state gets its cell table back. Particles already
+/// in key order keep their order. Precondition: every cell lies inside the grid.
+pub(crate) fn sort_by_stored_cells(
+    grid: &Grid,
+    a: &mut ParticleArrays,
+    scratch: &mut ParticleArrays,
+    cell_start: &mut [u32],
+) {
+    (a.cell.par_iter(), a.info.par_iter(), a.key.par_iter_mut()).into_par_iter().for_each(|(c, info, key)| {
+        *key = 2 * grid.linear([c[0], c[1], c[2]]) as u32 + info[1];
+    });
+    sort_by_key(a, scratch, cell_start);
+}
+
+/// Counting sort by `a.key`: counts, inclusive prefix sums (bin ends), then a reverse
+/// scatter that leaves the bin starts behind in `cell_start` and keeps equal keys in their
+/// previous order.
+fn sort_by_key(a: &mut ParticleArrays, scratch: &mut ParticleArrays, cell_start: &mut [u32]) {
+    let n = a.len();
     cell_start.fill(0);
     for &k in &a.key {
         cell_start[k as usize] += 1;
@@ -55,5 +76,4 @@ pub(crate) fn rebuild(
     let perm = std::mem::take(&mut a.perm);
     a.permute_conserved(&perm, scratch);
     a.perm = perm;
-    Ok(())
 }

@@ -131,6 +131,7 @@ pub fn defines(case: &Case, grid: &Grid) -> BTreeMap<&'static str, String> {
         d.insert(["NX", "NY", "NZ"][a], grid.n[a].to_string());
         d.insert(["PERX", "PERY", "PERZ"][a], u8::from(grid.periodic[a]).to_string());
     }
+    d.insert("R", grid.reach.to_string());
     for (k, v) in ["O0", "O1", "O2"].iter().zip(grid.order) {
         d.insert(k, v.to_string());
     }
@@ -156,6 +157,14 @@ fn cache_dir() -> Option<PathBuf> {
     Some(base.join("ptx"))
 }
 
+/// Approximate division, reciprocal and square root (`--use_fast_math`): the pair body has
+/// several of each, and their IEEE-exact forms are multi-instruction sequences in a kernel
+/// that is bound by instruction issue. Results stay within the CPU-parity tolerance (see
+/// tests/gpu_parity.rs). `SURGE_CUDA_FAST_MATH=0` compiles IEEE-exact arithmetic instead.
+pub fn fast_math() -> bool {
+    std::env::var("SURGE_CUDA_FAST_MATH").map_or(true, |v| v != "0")
+}
+
 /// Compiled kernels and whether they came from the cache.
 pub struct Compiled {
     /// PTX text.
@@ -171,6 +180,9 @@ pub fn compile(defines: &BTreeMap<&'static str, String>, arch: &'static str) -> 
     let src = source();
     let mut options: Vec<String> = defines.iter().map(|(k, v)| format!("-D{k}={v}")).collect();
     options.push("--std=c++17".into());
+    if fast_math() {
+        options.push("--use_fast_math".into());
+    }
     let mut h = fnv1a(src.as_bytes(), 0xcbf29ce484222325);
     for o in &options {
         h = fnv1a(o.as_bytes(), h);

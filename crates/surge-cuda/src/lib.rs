@@ -8,5 +8,5 @@ mod backend;
 pub mod compile;
 mod probe;
 
-pub use backend::CudaBackend;
+pub use backend::{bytes_per_particle, CudaBackend};
 pub use probe::{driver_present, gpus, nvrtc_present, nvrtc_version, GpuInfo};

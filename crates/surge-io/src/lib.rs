@@ -1,11 +1,12 @@
 //! surge-io: everything the simulator writes to disk (particle frames as VTU or CSV, the
-//! `.pvd` time series, gauge tables, the run summary) and small readers of the same files for
-//! tests and tools.
+//! `.pvd` time series, gauge tables, the run summary, checkpoints) and small readers of the
+//! same files for tests and tools.
 //!
 //! Files that something else may read while the run goes on, or after a crash or a restart,
 //! are written atomically: a viewer or a restart never sees half a file.
 #![warn(missing_docs)]
 
+pub mod checkpoint;
 mod csv;
 mod frame;
 mod gauge;
@@ -85,10 +86,28 @@ pub struct Summary {
     pub workers: u32,
     /// Threads per worker.
     pub threads: u32,
-    /// `completed`, `diverged` or `interrupted`.
+    /// [`Summary::COMPLETED`], [`Summary::DIVERGED`], [`Summary::INTERRUPTED`] or
+    /// [`Summary::FAILED`].
     pub status: String,
     /// The failure message when `status` is not `completed`.
     pub message: Option<String>,
+    /// The checkpoint this run continued from; `None` for a run from t = 0. `steps`,
+    /// `sim_time`, `frames` and `wall_seconds` count from t = 0 over the whole chain of
+    /// runs; `particle_steps_per_second` is this run's.
+    pub restarted_from: Option<String>,
+    /// The last checkpoint this run wrote: where `--restart latest` continues.
+    pub checkpoint: Option<String>,
+}
+
+impl Summary {
+    /// The run reached its end time (or its step limit).
+    pub const COMPLETED: &'static str = "completed";
+    /// The physics blew up.
+    pub const DIVERGED: &'static str = "diverged";
+    /// Stopped by a signal after writing a checkpoint; continue with `--restart latest`.
+    pub const INTERRUPTED: &'static str = "interrupted";
+    /// Output could not be written, or the worker failed.
+    pub const FAILED: &'static str = "failed";
 }
 
 /// Writes the summary atomically, so a script polling for it never reads half a JSON.

@@ -1,5 +1,6 @@
 //! Timing of whole steps on a case: what `surge bench` and `cargo bench` report.
 
+use crate::simulation::StageTimes;
 use crate::Simulation;
 use std::time::Instant;
 
@@ -21,6 +22,10 @@ pub struct BenchResult {
     pub seconds: f64,
     /// Device memory per particle.
     pub bytes_per_particle: usize,
+    /// Seconds per stage over the timed steps.
+    pub stages: StageTimes,
+    /// Rebuilds during the timed steps.
+    pub rebuilds: u64,
 }
 
 impl BenchResult {
@@ -33,19 +38,23 @@ impl BenchResult {
         self.particles as f64 * self.steps as f64 / self.seconds
     }
     /// Header of [`BenchResult::row`].
-    pub const HEADER: &'static str =
-        "case           backend                particles   steps    ms/step  particle-st/s  bytes/p";
-    /// One table row.
+    pub const HEADER: &'static str = "case           backend                particles   steps    ms/step  particle-st/s  bytes/p  forces  update  rebuild (rebuilds)";
+    /// One table row: the stage columns are shares of the step time.
     pub fn row(&self) -> String {
+        let share = |x: f64| format!("{:.0}%", 100.0 * x / self.seconds);
         format!(
-            "{:<14} {:<20} {:>11} {:>7} {:>10.3} {:>14.4e} {:>8}",
+            "{:<14} {:<20} {:>11} {:>7} {:>10.3} {:>14.4e} {:>8} {:>7} {:>7} {:>8} ({})",
             self.case,
             self.backend,
             self.particles,
             self.steps,
             self.ms_per_step(),
             self.particle_steps_per_second(),
-            self.bytes_per_particle
+            self.bytes_per_particle,
+            share(self.stages.forces),
+            share(self.stages.update),
+            share(self.stages.rebuild),
+            self.rebuilds
         )
     }
 }
@@ -55,11 +64,18 @@ pub fn bench(mut sim: Simulation, steps: u64) -> Result<BenchResult, crate::Dive
     for _ in 0..WARM_UP_STEPS {
         sim.step(f64::INFINITY)?;
     }
+    let (times0, rebuilds0) = (sim.stage_times(), sim.rebuilds());
     let t0 = Instant::now();
     for _ in 0..steps {
         sim.step(f64::INFINITY)?;
     }
     let seconds = t0.elapsed().as_secs_f64();
+    let t = sim.stage_times();
+    let stages = StageTimes {
+        rebuild: t.rebuild - times0.rebuild,
+        forces: t.forces - times0.forces,
+        update: t.update - times0.update,
+    };
     let b = sim.backend();
     Ok(BenchResult {
         case: sim.case().name.clone(),
@@ -68,5 +84,7 @@ pub fn bench(mut sim: Simulation, steps: u64) -> Result<BenchResult, crate::Dive
         steps,
         seconds,
         bytes_per_particle: b.bytes_per_particle(),
+        stages,
+        rebuilds: sim.rebuilds() - rebuilds0,
     })
 }

@@ -1,13 +1,20 @@
 //! The manager and its smart worker: the worker thread runs the simulation and hands
-//! snapshots and gauge rows to the manager (the calling thread), which writes the files
-//! while the worker computes on.
+//! snapshots, gauge rows and checkpoint states to the manager (the calling thread), which
+//! writes the files while the worker computes on.
+//!
+//! Checkpoints go the same way as frames: the worker copies the conserved particle state off
+//! the device at the end of a step and sends it; the manager writes the file. The worker
+//! never waits on the disk (beyond the channel's two messages in flight), and every file of
+//! a run is written by one thread.
 
+use crate::checkpoints::{self, RestartFrom};
 use crate::simulation::{Diverged, Simulation};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 use surge_core::backend::{Backend, Snapshot};
-use surge_core::buffers::Kind;
+use surge_core::buffers::{Kind, ParticleState};
 use surge_core::Case;
 use surge_io::{write_summary, FrameWriter, GaugeWriter, Summary};
 
@@ -16,10 +23,31 @@ use surge_io::{write_summary, FrameWriter, GaugeWriter, Summary};
 pub struct RunOptions {
     /// Output directory.
     pub out_dir: PathBuf,
-    /// Stop after this many steps (benchmarks, smoke tests); `None`: run to the end time.
+    /// Stop after this many steps in all, counted from t = 0 (benchmarks, smoke tests);
+    /// `None`: run to the end time.
     pub max_steps: Option<u64>,
     /// Wall time between progress reports.
     pub progress_every: Duration,
+    /// Set (by a signal handler) to stop: the worker writes a checkpoint at the end of the
+    /// current step and the run ends with status `interrupted`.
+    pub stop: Arc<AtomicBool>,
+    /// Continue from a checkpoint instead of starting at t = 0: frames, gauge rows and
+    /// checkpoints after it are dropped, the series continue.
+    pub restart: Option<RestartFrom>,
+}
+
+impl RunOptions {
+    /// Run to the end time from t = 0 into `out_dir`, progress every 250 ms, no stop flag
+    /// set.
+    pub fn new(out_dir: PathBuf) -> RunOptions {
+        RunOptions {
+            out_dir,
+            max_steps: None,
+            progress_every: Duration::from_millis(250),
+            stop: Arc::new(AtomicBool::new(false)),
+            restart: None,
+        }
+    }
 }
 
 /// Progress of a run, as reported to the [`Observer`].
@@ -50,6 +78,9 @@ pub trait Observer {
 /// Why a run did not complete.
 #[derive(Debug)]
 pub enum RunError {
+    /// The run did not start: the checkpoint to restart from was refused, or the output
+    /// it would continue does not fit this case. Nothing was written.
+    Restart(String),
     /// An output file could not be written.
     Io(std::io::Error),
     /// The physics blew up; the diagnosis frame was written.
@@ -61,6 +92,7 @@ pub enum RunError {
 impl std::fmt::Display for RunError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
+            RunError::Restart(m) => write!(f, "cannot restart: {m}"),
             RunError::Io(e) => write!(f, "{e}"),
             RunError::Diverged(d, files) => {
                 write!(f, "{d}; frames written so far are kept")?;
@@ -83,15 +115,60 @@ impl From<std::io::Error> for RunError {
 }
 
 enum Msg {
-    Frame { index: u32, time: f64, snap: Snapshot },
-    Gauges { time: f64, values: Vec<f64> },
+    Frame {
+        index: u32,
+        time: f64,
+        snap: Snapshot,
+    },
+    Gauges {
+        time: f64,
+        values: Vec<f64>,
+    },
     Progress(Progress),
-    Failed { error: Diverged, snap: Snapshot, steps: u64, wall: f64 },
-    Done { steps: u64, time: f64, wall: f64 },
+    /// The state to write as a checkpoint; `wall` counts from t = 0 over the whole chain.
+    Checkpoint {
+        state: crate::simulation::StepState,
+        next_frame: u32,
+        wall: f64,
+        particles: Box<ParticleState>,
+    },
+    Failed {
+        error: Diverged,
+        snap: Snapshot,
+        steps: u64,
+        wall: f64,
+    },
+    /// The stop flag was seen; the checkpoint was sent just before.
+    Interrupted {
+        steps: u64,
+        time: f64,
+        wall: f64,
+    },
+    Done {
+        steps: u64,
+        time: f64,
+        wall: f64,
+    },
 }
 
-/// Run a case to its end time (or `max_steps`), writing frames, gauges and the summary into
-/// `opts.out_dir`. Returns the summary, also when the run diverged (then with the error).
+/// Where the worker starts: t = 0, or a checkpoint.
+#[derive(Debug, Clone, Copy, Default)]
+struct Start {
+    restarted: bool,
+    step: u64,
+    next_frame: u32,
+    /// Wall seconds of the runs before this one.
+    wall: f64,
+}
+
+/// Run a case to its end time (or `max_steps`), writing frames, gauges, checkpoints and the
+/// summary into `opts.out_dir`. Returns the summary, also when the run diverged (then with
+/// the error); a run stopped by `opts.stop` returns its summary with status
+/// [`Summary::INTERRUPTED`].
+///
+/// With `opts.restart`, the checkpoint is found and checked, and the particles loaded,
+/// before anything in the output directory is touched: a refused restart
+/// ([`RunError::Restart`]) leaves it as it was.
 pub fn run(
     case: &Case,
     backend: Box<dyn Backend>,
@@ -100,13 +177,10 @@ pub fn run(
     opts: &RunOptions,
     obs: &mut dyn Observer,
 ) -> Result<Summary, (RunError, Option<Summary>)> {
-    let mut frames =
-        FrameWriter::create(&opts.out_dir, &case.name, case.dim, &case.formats).map_err(|e| (e.into(), None))?;
-    let names: Vec<String> = case.gauges.iter().map(|g| g.name().to_string()).collect();
-    let mut gauges = if names.is_empty() {
-        None
-    } else {
-        Some(GaugeWriter::create(&opts.out_dir.join("gauges.csv"), &names).map_err(|e| (e.into(), None))?)
+    let not_started = |m: String| (RunError::Restart(m), None);
+    let restart = match &opts.restart {
+        Some(from) => Some(checkpoints::find_restart(&opts.out_dir, from, case).map_err(not_started)?),
+        None => None,
     };
     let mut summary = Summary {
         case: case.name.clone(),
@@ -118,16 +192,76 @@ pub fn run(
         end_time: case.end_time,
         ..Summary::default()
     };
-    let sim = Simulation::new(case.clone(), backend).map_err(|e| (RunError::Worker(e), None))?;
+    let mut sim = Simulation::new(case.clone(), backend).map_err(|e| (RunError::Worker(e), None))?;
+    let mut start = Start::default();
+    if let Some(r) = restart {
+        let h = &r.checkpoint.header;
+        start = Start { restarted: true, step: h.step, next_frame: h.next_frame, wall: h.wall_seconds };
+        let info = &r.checkpoint.particles.arrays().info;
+        summary.particles = info.len() as u64;
+        summary.fluid_particles = info.iter().filter(|i| i[1] == Kind::Fluid as u32).count() as u64;
+        summary.boundary_particles = summary.particles - summary.fluid_particles;
+        summary.frames = h.next_frame as u64;
+        summary.restarted_from = Some(r.path.display().to_string());
+        let state = r.step_state();
+        sim.restore(state, r.checkpoint.particles).map_err(|e| not_started(format!("{}: {e}", r.path.display())))?;
+        tracing::info!(
+            "restart from {} at t = {} s (step {}), {} frames so far",
+            r.path.display(),
+            state.time,
+            state.step,
+            start.next_frame
+        );
+    }
+
+    // Only now is the output directory touched.
+    let mut frames =
+        FrameWriter::create(&opts.out_dir, &case.name, case.dim, &case.formats).map_err(|e| (e.into(), None))?;
+    let names: Vec<String> = case.gauges.iter().map(|g| g.name().to_string()).collect();
+    let gauge_path = opts.out_dir.join("gauges.csv");
+    let mut gauges = match (names.is_empty(), start.restarted && gauge_path.exists()) {
+        (true, _) => None,
+        (false, true) => Some(GaugeWriter::resume(&gauge_path, &names, sim.time()).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::InvalidData {
+                not_started(format!("{e}; move it away to continue with other gauges"))
+            } else {
+                (e.into(), None)
+            }
+        })?),
+        (false, false) => Some(GaugeWriter::create(&gauge_path, &names).map_err(|e| (e.into(), None))?),
+    };
+    if start.restarted {
+        frames.resume(sim.time()).map_err(|e| (e.into(), None))?;
+    }
+    let ckpt_dir = checkpoints::checkpoint_dir(&opts.out_dir);
+    let dropped =
+        checkpoints::remove_after(&ckpt_dir, start.restarted.then_some(start.step)).map_err(|e| (e.into(), None))?;
+    if dropped > 0 {
+        // Visible even with --quiet: a run from t = 0 into a folder of an earlier chain ends it.
+        tracing::warn!(
+            "removed {dropped} checkpoint(s) of {} after this run's start ({})",
+            ckpt_dir.display(),
+            if start.restarted { "an abandoned future" } else { "a run from t = 0 starts a new series" }
+        );
+    }
+
     // Bounded: at most two frames in flight, so a slow disk throttles the worker instead of
     // filling memory.
     let (tx, rx) = mpsc::sync_channel::<Msg>(2);
     let opts2 = opts.clone();
     let worker = std::thread::Builder::new()
         .name("surge-worker-0".into())
-        .spawn(move || worker_loop(sim, &opts2, &tx))
+        .spawn(move || worker_loop(sim, &opts2, start, &tx))
         .map_err(|e| (RunError::Worker(e.to_string()), None))?;
 
+    // Throughput of this run only: a restarted run did not take the earlier steps.
+    let rate = |particles: u64, steps: u64, wall: f64| {
+        if wall > 0.0 {
+            particles as f64 * steps.saturating_sub(start.step) as f64 / wall
+        } else {
+            0.0
+        }
+    };
     let mut failure: Option<RunError> = None;
     for msg in rx {
         let r: Result<(), RunError> = (|| {
@@ -147,23 +281,40 @@ pub fn run(
                     }
                 }
                 Msg::Progress(p) => obs.progress(&p),
+                Msg::Checkpoint { state, next_frame, wall, particles } => {
+                    let header = checkpoints::header(case, state, next_frame, wall, &particles)?;
+                    let path = checkpoints::write(&ckpt_dir, &header, &particles, case.checkpoint_keep)?;
+                    tracing::debug!("checkpoint at t = {} s: {}", state.time, path.display());
+                    summary.checkpoint = Some(path.display().to_string());
+                }
                 Msg::Failed { error, snap, steps, wall } => {
                     summary.steps = steps;
                     summary.sim_time = error.time;
-                    summary.wall_seconds = wall;
+                    summary.wall_seconds = start.wall + wall;
                     let files = frames.write_frame(summary.frames as u32, error.time, &snap)?;
-                    summary.status = "diverged".into();
+                    summary.status = Summary::DIVERGED.into();
                     summary.message = Some(error.to_string());
                     return Err(RunError::Diverged(error, files));
+                }
+                Msg::Interrupted { steps, time, wall } => {
+                    summary.steps = steps;
+                    summary.sim_time = time;
+                    summary.wall_seconds = start.wall + wall;
+                    summary.particle_steps_per_second = rate(summary.particles, steps, wall);
+                    summary.status = Summary::INTERRUPTED.into();
+                    summary.message = Some(format!(
+                        "stopped by a signal at t = {time} s (step {steps}); {} continues the run with \
+                         `--restart latest`",
+                        summary.checkpoint.as_deref().unwrap_or("the checkpoint")
+                    ));
                 }
                 Msg::Done { steps, time, wall } => {
                     summary.steps = steps;
                     summary.sim_time = time;
-                    summary.wall_seconds = wall;
-                    summary.particle_steps_per_second =
-                        if wall > 0.0 { summary.particles as f64 * steps as f64 / wall } else { 0.0 };
+                    summary.wall_seconds = start.wall + wall;
+                    summary.particle_steps_per_second = rate(summary.particles, steps, wall);
                     if summary.status.is_empty() {
-                        summary.status = "completed".into();
+                        summary.status = Summary::COMPLETED.into();
                     }
                 }
             }
@@ -182,7 +333,7 @@ pub fn run(
         failure = Some(RunError::Worker(m.unwrap_or_else(|| "panic".into())));
     }
     if let Some(RunError::Io(_)) | Some(RunError::Worker(_)) = &failure {
-        summary.status = "failed".into();
+        summary.status = Summary::FAILED.into();
         summary.message = failure.as_ref().map(|e| e.to_string());
     }
     let written = write_summary(&opts.out_dir.join("summary.json"), &summary);
@@ -200,21 +351,51 @@ struct Schedule {
 }
 
 impl Schedule {
+    /// The schedule from t = 0: the first event is at t = 0.
+    fn from_zero(interval: f64) -> Schedule {
+        Schedule { interval, next: 0 }
+    }
+    /// The schedule whose events up to `t` are past: what a run that reached `t` has left.
+    /// Depends on `t` and the interval only, so a restart continues the same schedule, and
+    /// an interval changed on restart takes effect at once.
+    fn past(interval: f64, t: f64) -> Schedule {
+        let mut s = Schedule { interval, next: ((t / interval).floor() as u64).saturating_sub(1) };
+        s.skip_past(t);
+        s
+    }
     fn time(&self) -> f64 {
         self.next as f64 * self.interval
     }
     fn due(&self, t: f64) -> bool {
         t >= self.time() - 1e-9 * self.interval
     }
+    fn skip_past(&mut self, t: f64) {
+        while self.due(t) {
+            self.next += 1;
+        }
+    }
 }
 
-fn worker_loop(mut sim: Simulation, opts: &RunOptions, tx: &mpsc::SyncSender<Msg>) {
+/// The time loop of the worker. At each step's end, in this order: gauge row, frame,
+/// checkpoint (when due, at the end of the run when checkpoints are on, or when the stop
+/// flag is set), then done or stopped. Checkpoints never shorten a step (frames and gauges
+/// do, to land on their times), so writing them does not change the run.
+fn worker_loop(mut sim: Simulation, opts: &RunOptions, start: Start, tx: &mpsc::SyncSender<Msg>) {
     let end = sim.case().end_time;
-    let mut frame = Schedule { interval: sim.case().output_interval, next: 0 };
-    let mut gauge = Schedule { interval: sim.case().gauge_interval, next: 0 };
-    let mut frame_index = 0u32;
-    let start = Instant::now();
-    let mut last_report = start;
+    let t0 = sim.time();
+    let schedule = |interval: f64| {
+        if start.restarted {
+            Schedule::past(interval, t0)
+        } else {
+            Schedule::from_zero(interval)
+        }
+    };
+    let mut frame = schedule(sim.case().output_interval);
+    let mut gauge = schedule(sim.case().gauge_interval);
+    let mut checkpoint = sim.case().checkpoint_interval.map(|i| Schedule::past(i, t0));
+    let mut frame_index = start.next_frame;
+    let clock = Instant::now();
+    let mut last_report = clock;
     let send = |m: Msg| tx.send(m).is_ok();
     loop {
         let t = sim.time();
@@ -223,43 +404,56 @@ fn worker_loop(mut sim: Simulation, opts: &RunOptions, tx: &mpsc::SyncSender<Msg
                 return;
             }
         }
-        while gauge.due(t) {
-            gauge.next += 1;
-        }
+        gauge.skip_past(t);
         if frame.due(t) {
             if !send(Msg::Frame { index: frame_index, time: t, snap: sim.snapshot() }) {
                 return;
             }
             frame_index += 1;
-            while frame.due(t) {
-                frame.next += 1;
-            }
+            frame.skip_past(t);
         }
         let done = t >= end || opts.max_steps.is_some_and(|m| sim.steps() >= m);
+        let stop = opts.stop.load(Ordering::Relaxed);
+        let due = checkpoint.as_ref().is_some_and(|c| c.due(t));
+        if stop || due || (done && checkpoint.is_some()) {
+            if let Some(c) = checkpoint.as_mut() {
+                c.skip_past(t);
+            }
+            let mut particles = Box::<ParticleState>::default();
+            sim.export_particles(&mut particles);
+            let wall = start.wall + clock.elapsed().as_secs_f64();
+            if !send(Msg::Checkpoint { state: sim.step_state(), next_frame: frame_index, wall, particles }) {
+                return;
+            }
+        }
         let now = Instant::now();
-        if done || now - last_report >= opts.progress_every {
+        if done || stop || now - last_report >= opts.progress_every {
             last_report = now;
-            let wall = (now - start).as_secs_f64();
+            let wall = (now - clock).as_secs_f64();
             let p = Progress {
                 step: sim.steps(),
                 time: t,
                 end,
                 dt: sim.dt(),
                 wall,
-                steps_per_second: if wall > 0.0 { sim.steps() as f64 / wall } else { 0.0 },
+                steps_per_second: if wall > 0.0 { (sim.steps() - start.step) as f64 / wall } else { 0.0 },
             };
             if !send(Msg::Progress(p)) {
                 return;
             }
         }
+        let wall = clock.elapsed().as_secs_f64();
         if done {
-            let wall = start.elapsed().as_secs_f64();
             send(Msg::Done { steps: sim.steps(), time: t, wall });
+            return;
+        }
+        if stop {
+            send(Msg::Interrupted { steps: sim.steps(), time: t, wall });
             return;
         }
         let limit = end.min(frame.time()).min(if sim.case().gauges.is_empty() { end } else { gauge.time() });
         if let Err(error) = sim.step(limit) {
-            let (steps, wall) = (sim.steps(), start.elapsed().as_secs_f64());
+            let (steps, wall) = (sim.steps(), clock.elapsed().as_secs_f64());
             send(Msg::Failed { error, snap: sim.snapshot(), steps, wall });
             return;
         }

@@ -1,8 +1,9 @@
 //! The step plan driven over one backend: what a smart worker does between exchanges.
 
 use std::fmt;
+use std::time::Instant;
 use surge_core::backend::{Backend, BadParticle, ForceStats, Snapshot};
-use surge_core::grid::Grid;
+use surge_core::buffers::ParticleState;
 use surge_core::step::{plan, time_step, Stage};
 use surge_core::Case;
 
@@ -30,8 +31,49 @@ impl fmt::Display for Diverged {
 
 impl std::error::Error for Diverged {}
 
+/// Everything of a [`Simulation`] besides its particles that decides how it goes on: the
+/// clock, the step number (the Verlet plan depends on its parity with the Euler period) and
+/// the rebuild bookkeeping (the next rebuild, hence the neighbour order, depends on it).
+/// With the particles in storage order, this is what a checkpoint must hold for a restart
+/// to continue bitwise.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StepState {
+    /// Steps done.
+    pub step: u64,
+    /// Simulated time.
+    pub time: f64,
+    /// The last time step.
+    pub dt: f64,
+    /// Upper bound of any particle's displacement since the last rebuild.
+    pub drift: f64,
+    /// Largest displacement during the last step.
+    pub last_disp: f64,
+    /// Rebuilds done.
+    pub rebuilds: u64,
+}
+
+/// Wall seconds spent in each stage since the start (backends finish their work before a
+/// stage returns, so host clocks measure device stages too).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct StageTimes {
+    /// Re-key and sort.
+    pub rebuild: f64,
+    /// Force passes.
+    pub forces: f64,
+    /// Updates (integration).
+    pub update: f64,
+}
+
+impl StageTimes {
+    /// Total of the stages.
+    pub fn total(&self) -> f64 {
+        self.rebuild + self.forces + self.update
+    }
+}
+
 /// A case running on one backend.
 pub struct Simulation {
+    times: StageTimes,
     case: Case,
     backend: Box<dyn Backend>,
     time: f64,
@@ -49,8 +91,9 @@ pub struct Simulation {
 impl Simulation {
     /// Start at t = 0 with a backend that holds the filled (and sorted) particles.
     pub fn new(case: Case, backend: Box<dyn Backend>) -> Result<Simulation, String> {
-        let half_skin = 0.5 * Grid::new(&case, case.split_axis())?.skin;
+        let half_skin = 0.5 * backend.skin();
         Ok(Simulation {
+            times: StageTimes::default(),
             case,
             backend,
             time: 0.0,
@@ -61,6 +104,11 @@ impl Simulation {
             last_disp: 0.0,
             rebuilds: 0,
         })
+    }
+
+    /// Time spent in each stage so far.
+    pub fn stage_times(&self) -> StageTimes {
+        self.times
     }
 
     /// The case.
@@ -95,6 +143,35 @@ impl Simulation {
         s
     }
 
+    /// The clock and the rebuild bookkeeping, for a checkpoint.
+    pub fn step_state(&self) -> StepState {
+        StepState {
+            step: self.step,
+            time: self.time,
+            dt: self.dt,
+            drift: self.drift,
+            last_disp: self.last_disp,
+            rebuilds: self.rebuilds,
+        }
+    }
+
+    /// Copy the conserved particle state off the backend, for a checkpoint.
+    pub fn export_particles(&mut self, out: &mut ParticleState) {
+        self.backend.export_state(out);
+    }
+
+    /// Continue from a checkpoint: the backend takes the particles as they were stored (no
+    /// re-key, so neighbour order and rebuild times are those of the run that wrote it) and
+    /// the clock and rebuild bookkeeping are set back. Any backend and thread count may
+    /// take a state that any other exported.
+    pub fn restore(&mut self, state: StepState, particles: ParticleState) -> Result<(), String> {
+        self.backend.import_state(particles)?;
+        let StepState { step, time, dt, drift, last_disp, rebuilds } = state;
+        (self.step, self.time, self.dt, self.drift, self.last_disp, self.rebuilds) =
+            (step, time, dt, drift, last_disp, rebuilds);
+        Ok(())
+    }
+
     /// Evaluate the gauges now.
     pub fn gauges(&mut self) -> Vec<f64> {
         let mut g = Vec::new();
@@ -111,7 +188,9 @@ impl Simulation {
     pub fn step(&mut self, limit: f64) -> Result<(), Diverged> {
         let fail = |s: &Simulation, particle| Diverged { step: s.step, time: s.time, particle };
         if !(self.drift + 2.0 * self.last_disp <= self.half_skin) {
+            let t0 = Instant::now();
             self.backend.rebuild().map_err(|p| fail(self, p))?;
+            self.times.rebuild += t0.elapsed().as_secs_f64();
             self.drift = 0.0;
             self.rebuilds += 1;
         }
@@ -120,7 +199,11 @@ impl Simulation {
         let mut disp = 0.0;
         for stage in plan(&self.case, self.step) {
             match *stage {
-                Stage::Forces => stats = self.backend.forces(),
+                Stage::Forces => {
+                    let t0 = Instant::now();
+                    stats = self.backend.forces();
+                    self.times.forces += t0.elapsed().as_secs_f64();
+                }
                 Stage::ReduceDt => {
                     dt = time_step(&self.case, &stats);
                     let left = limit - self.time;
@@ -130,7 +213,9 @@ impl Simulation {
                     }
                 }
                 Stage::Update(u) => {
+                    let t0 = Instant::now();
                     let s = self.backend.update(u, dt);
+                    self.times.update += t0.elapsed().as_secs_f64();
                     if let Some(p) = s.bad {
                         return Err(fail(self, p));
                     }

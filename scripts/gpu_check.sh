@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# GPU check: on a host with an NVIDIA GPU and the release binaries built here
+# (scripts/build_for_gpu.sh puts them in .device/), run the CUDA parity test, the physics
+# test suite on the CUDA backend, and the GPU benchmark; print a short table last.
+# Usage: scripts/gpu_check.sh [BIN_DIR] [LOG_DIR]
+set -uo pipefail
+bin=${1:-.device}
+logs=${2:-${OUT:-/tmp/surge-gpu-check}}
+mkdir -p "$logs"
+status=()
+run() { # name, command...
+    local name=$1; shift
+    echo "=== $name"
+    if "$@" >"$logs/$name.log" 2>&1; then status+=("$name: ok"); else status+=("$name: FAILED (see $name.log)"); fi
+    tail -n 25 "$logs/$name.log"
+}
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$logs/gpu.txt"
+run info "$bin/surge" info
+run parity "$bin/gpu_parity" --ignored --nocapture --test-threads 1
+for t in physics_channel_flows physics_hydrostatic physics_taylor_green physics_dam_break determinism; do
+    [ -x "$bin/$t" ] && run "cuda_$t" env SURGE_TEST_BACKEND=cuda "$bin/$t" --nocapture --test-threads 1
+done
+run bench_cpu "$bin/surge" bench --backend cpu --steps 20
+run bench_gpu "$bin/surge" bench --backend cuda --steps 200
+run bench_3d_5M "$bin/surge" bench --backend cuda --cases dam-break3d --steps ${BENCH_STEPS:-100} --set dp=0.006
+echo
+echo "=== summary"
+printf '%s\n' "${status[@]}"
+grep -h "dam_break" "$logs/bench_gpu.log" "$logs/bench_3d_5M.log" "$logs/bench_cpu.log" 2>/dev/null
