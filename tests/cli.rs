@@ -539,3 +539,65 @@ fn diverging_run_keeps_frames_and_writes_a_diagnosis_frame() {
     }
     assert_no_tmp(&tmp);
 }
+
+/// True when this machine has a usable GPU (then the no-GPU test below has nothing to test).
+fn gpu_here() -> bool {
+    surge_runtime::cuda_unavailable(0).is_none()
+}
+
+#[test]
+fn cuda_without_a_gpu_is_one_clear_error() {
+    if gpu_here() {
+        eprintln!("skipped: this machine has a usable GPU");
+        return;
+    }
+    let config = Path::new(ROOT).join("configs/dam_break_2d.toml");
+    let tmp = TempDir::new("cuda_without_gpu");
+    let out = surge(&[
+        "run",
+        &config.display().to_string(),
+        "--backend",
+        "cuda",
+        "--quiet",
+        "--out",
+        &tmp.0.display().to_string(),
+    ]);
+    out.assert_code(EXIT_BAD_INPUT);
+    out.assert_no_panic();
+    assert!(out.stderr.contains("--backend cuda:"), "{}", out.describe());
+    assert!(out.stderr.contains("not found") || out.stderr.contains("no GPU"), "{}", out.describe());
+    // auto falls back to the CPU and says why.
+    let out = surge(&["run", &config.display().to_string(), "--max-steps", "2", "--out", &tmp.0.display().to_string()]);
+    out.assert_code(0);
+    assert!(out.stderr.contains("backend auto: no usable GPU"), "{}", out.describe());
+}
+
+/// `surge check --backend cuda` compiles the case's kernels with NVRTC, which needs no GPU
+/// (a login node can check a case). NVRTC is required where CI or SURGE_REQUIRE_NVRTC is set.
+#[test]
+fn check_compiles_the_kernels_with_nvrtc() {
+    let required = std::env::var_os("CI").is_some() || std::env::var_os("SURGE_REQUIRE_NVRTC").is_some();
+    if surge_cuda::nvrtc_version().is_err() && !required {
+        eprintln!("skipped: no NVRTC here");
+        return;
+    }
+    let config = Path::new(ROOT).join("configs/dam_break_3d.toml");
+    let out = surge(&["check", &config.display().to_string(), "--backend", "cuda"]);
+    out.assert_code(0);
+    assert!(
+        out.stdout.contains("kernels     compiled with NVRTC")
+            || out.stdout.contains("kernels     loaded from the cache"),
+        "{}",
+        out.describe()
+    );
+}
+
+#[test]
+fn info_reports_cuda_nvrtc_and_mpi() {
+    let out = surge(&["info"]);
+    out.assert_code(0);
+    for want in ["cpu ", "nvrtc", "mpi"] {
+        assert!(out.stdout.contains(want), "`{want}` missing\n{}", out.describe());
+    }
+    assert!(out.stdout.contains("gpu 0") || out.stdout.contains("cuda        not usable:"), "{}", out.describe());
+}

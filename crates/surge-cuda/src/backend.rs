@@ -127,6 +127,20 @@ pub fn bytes_per_particle(set: BufferSet, particles: usize, cells: usize) -> usi
     on_gpu.bytes_per_particle() + 4 * (2 * cells + 2) / particles.max(1)
 }
 
+/// Whether `need` bytes fit in `free` (keeping 5 % spare); if not, the largest dp that would
+/// fit, from particle counts scaling as dp^-dim.
+pub fn fits(need: usize, free: usize, dp: f64, dim: usize) -> Result<(), String> {
+    if need as f64 <= 0.95 * free as f64 {
+        return Ok(());
+    }
+    let dp_fit = dp * (need as f64 / (0.9 * free as f64)).powf(1.0 / dim as f64);
+    Err(format!(
+        "the case needs {:.2} GB of GPU memory and {:.2} GB are free: the largest dp that fits is about {dp_fit:.4e} m (now {dp} m)",
+        need as f64 / 1e9,
+        free as f64 / 1e9
+    ))
+}
+
 impl CudaBackend {
     /// Compile the case's kernels for GPU `ordinal`, allocate every buffer once, upload the
     /// particles and sort them.
@@ -141,17 +155,7 @@ impl CudaBackend {
         let ctx = CudaContext::new(ordinal).map_err(|e| fail("creating the context", e))?;
         let (free, _) = ctx.mem_get_info().map_err(|e| fail("reading free memory", e))?;
         let need = bytes_per_particle(buffers, n, grid.cell_count()) * n + (1 << 20);
-        if need as f64 > 0.95 * free as f64 {
-            let dp_fit = case.dp * (need as f64 / (0.9 * free as f64)).powf(1.0 / case.dim as f64);
-            return Err(format!(
-                "the case needs {:.2} GB on GPU {ordinal} ({}), {:.2} GB are free: the largest dp that fits is about {:.4e} m (now {} m)",
-                need as f64 / 1e9,
-                gpu.name,
-                free as f64 / 1e9,
-                dp_fit,
-                case.dp
-            ));
-        }
+        fits(need, free, case.dp, case.dim).map_err(|e| format!("GPU {ordinal} ({}): {e}", gpu.name))?;
         let t0 = std::time::Instant::now();
         let compiled = compile(&defines(case, &grid), arch_for(gpu.compute_capability))?;
         let compile_note = format!(
@@ -672,5 +676,20 @@ impl Interpolate for CudaBackend {
     }
     fn fluid_front(&mut self, axis: usize, below: f64) -> Option<f64> {
         or_stop(self.try_front(axis, below))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fits;
+
+    #[test]
+    fn a_case_too_big_for_the_gpu_names_the_largest_dp_that_fits() {
+        assert!(fits(10, 100, 0.01, 3).is_ok());
+        // Eight times the memory in 3D: twice the spacing, with the 10 % margin.
+        let e = fits(8_000_000_000, 1_000_000_000, 0.01, 3).unwrap_err();
+        assert!(e.contains("needs 8.00 GB") && e.contains("1.00 GB are free"), "{e}");
+        let dp: f64 = e.split("about ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+        assert!((dp - 0.01 * (8.0f64 / 0.9).cbrt()).abs() < 1e-6, "{dp}");
     }
 }
