@@ -11,7 +11,7 @@ fn run(name: &str, overrides: &[&str], threads: usize, steps: u64) -> surge_core
         sim.step(f64::INFINITY).unwrap();
     }
     assert!(sim.rebuilds() > 1, "the run must cross rebuilds to test the sort");
-    sim.snapshot()
+    sim.snapshot().unwrap()
 }
 
 fn assert_bitwise_equal(a: &surge_core::backend::Snapshot, b: &surge_core::backend::Snapshot) {

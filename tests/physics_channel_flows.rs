@@ -15,7 +15,7 @@ fn poiseuille_matches_morris_series_solution() {
     let mut sim = sim(&case, 0);
     for t in TIMES {
         sim.advance_to(t).unwrap();
-        let err = l2_error(&sim.snapshot(), |y| poiseuille(y, t, 2e-4, 1e-6, 1e-3));
+        let err = l2_error(&sim.snapshot().unwrap(), |y| poiseuille(y, t, 2e-4, 1e-6, 1e-3));
         println!("Poiseuille t = {t} s: L2 error {:.2} %", 100.0 * err);
         assert!(err < TOLERANCE, "Poiseuille at t = {t} s: L2 error {err:.4} above {TOLERANCE}");
     }
@@ -27,7 +27,7 @@ fn couette_matches_morris_series_solution() {
     let mut sim = sim(&case, 0);
     for t in TIMES {
         sim.advance_to(t).unwrap();
-        let err = l2_error(&sim.snapshot(), |y| couette(y, t, 2.5e-5, 1e-6, 1e-3));
+        let err = l2_error(&sim.snapshot().unwrap(), |y| couette(y, t, 2.5e-5, 1e-6, 1e-3));
         println!("Couette t = {t} s: L2 error {:.2} %", 100.0 * err);
         assert!(err < TOLERANCE, "Couette at t = {t} s: L2 error {err:.4} above {TOLERANCE}");
     }

@@ -24,13 +24,13 @@ fn surge_front_matches_martin_moyce() {
     let a: f64 = 1.0;
     let scale = (2.0 * 9.81 / a).sqrt();
     let mut sim = sim(&case, 0);
-    let mut series = vec![(0.0, sim.gauges()[0] / a)];
+    let mut series = vec![(0.0, sim.gauges().unwrap()[0] / a)];
     let end = 3.2 / scale;
     let mut t = 0.0;
     while t < end {
         t += 0.005;
         sim.advance_to(t).unwrap();
-        series.push((t * scale, sim.gauges()[0] / a));
+        series.push((t * scale, sim.gauges().unwrap()[0] / a));
     }
     let z_at = |tt: f64| {
         let k = series.iter().position(|p| p.0 >= tt).expect("inside the series");

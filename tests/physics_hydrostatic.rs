@@ -12,8 +12,8 @@ fn hydrostatic_pressure_after_settling() {
     let case = case("hydrostatic_2d.toml", &[]);
     let mut sim = sim(&case, 0);
     sim.advance_to(2.0).unwrap();
-    let s = sim.snapshot();
-    let height = sim.gauges()[2];
+    let s = sim.snapshot().unwrap();
+    let height = sim.gauges().unwrap()[2];
     assert!((height - 1.0).abs() < case.dp, "free surface at {height} m, expected 1 m within dp");
     let g = 9.81;
     let mut bins = vec![(0.0f64, 0.0f64, 0usize); 10];

@@ -17,12 +17,12 @@ fn taylor_green_energy_decay() {
     let case = case("taylor_green_2d.toml", &[]);
     let re = 100.0;
     let mut sim = sim(&case, 0);
-    let e0 = kinetic_energy(&sim.snapshot());
+    let e0 = kinetic_energy(&sim.snapshot().unwrap());
     let mut e = Vec::new();
     for k in 1..=5 {
         let t = 0.2 * k as f64;
         sim.advance_to(t).unwrap();
-        let ratio = kinetic_energy(&sim.snapshot()) / e0;
+        let ratio = kinetic_energy(&sim.snapshot().unwrap()) / e0;
         let exact = (-16.0 * PI * PI * t / re).exp();
         let err = ratio / exact - 1.0;
         println!("t = {t:.1}: E/E0 = {ratio:.4}, analytic {exact:.4}, error {:.1} %", 100.0 * err);

@@ -210,7 +210,7 @@ fn restart_in_memory(
     b.advance_to(t0).unwrap();
     let at_t0 = b.step_state();
     let mut particles = ParticleState::default();
-    b.export_particles(&mut particles);
+    b.export_particles(&mut particles).unwrap();
     drop(b);
     let mut c = cpu(&case, threads_after);
     c.restore(at_t0, particles).unwrap();
@@ -221,8 +221,8 @@ fn restart_in_memory(
         "{name}: clock or rebuilds differ after the restart"
     );
     let (mut pa, mut pc) = (ParticleState::default(), ParticleState::default());
-    a.export_particles(&mut pa);
-    c.export_particles(&mut pc);
+    a.export_particles(&mut pa).unwrap();
+    c.export_particles(&mut pc).unwrap();
     assert_same_particles(&pa, &pc);
     at_t0
 }
@@ -258,7 +258,7 @@ fn a_state_keyed_on_another_grid_is_relocated() {
     let mut a = cpu(&case, 2);
     a.advance_to(0.03).unwrap();
     let mut p = ParticleState::default();
-    a.export_particles(&mut p);
+    a.export_particles(&mut p).unwrap();
     assert_eq!(p.grid(), Some(&Grid::new(&case, case.split_axis()).unwrap()), "the CPU backend says its grid");
     let thin = Grid::with_skin(&case, case.split_axis(), 0.05, 1).unwrap();
     let cells_before = p.arrays().cell.clone();
@@ -266,7 +266,7 @@ fn a_state_keyed_on_another_grid_is_relocated() {
     assert_ne!(p.arrays().cell, cells_before, "smaller cells, other cell numbers");
     let mut b = cpu(&case, 1);
     b.restore(a.step_state(), p).unwrap();
-    let (sa, sb) = (a.snapshot(), b.snapshot());
+    let (sa, sb) = (a.snapshot().unwrap(), b.snapshot().unwrap());
     let (oa, ob) = (sa.order_by_id(), sb.order_by_id());
     for (&i, &j) in oa.iter().zip(&ob) {
         assert_eq!(sa.id[i], sb.id[j]);

@@ -36,6 +36,32 @@ pub struct BadParticle {
     pub reason: &'static str,
 }
 
+/// Why a stage failed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Failure {
+    /// The physics blew up: the lowest-id particle that left the domain or is not finite.
+    Particle(BadParticle),
+    /// The device failed; the message names the kernel or call (e.g. a CUDA error).
+    Device(String),
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Particle(p) => {
+                write!(f, "particle {} at ({:.4}, {:.4}, {:.4}) {}", p.id, p.pos[0], p.pos[1], p.pos[2], p.reason)
+            }
+            Failure::Device(m) => write!(f, "{m}"),
+        }
+    }
+}
+
+impl From<String> for Failure {
+    fn from(m: String) -> Self {
+        Failure::Device(m)
+    }
+}
+
 /// Result of an update.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct UpdateStats {
@@ -43,8 +69,6 @@ pub struct UpdateStats {
     pub disp_max: f32,
     /// Largest speed after the update.
     pub vel_max: f32,
-    /// The lowest-id particle with a non-finite state, if any.
-    pub bad: Option<BadParticle>,
 }
 
 /// Host copy of the particles for output, in storage order.
@@ -98,21 +122,22 @@ pub trait Backend: Send {
     fn skin(&self) -> f64;
     /// Re-key every particle to the cell that holds it, sort by key, rebuild cell ranges.
     /// Fails with the lowest-id particle that left the domain or is not finite.
-    fn rebuild(&mut self) -> Result<(), BadParticle>;
+    fn rebuild(&mut self) -> Result<(), Failure>;
     /// One force pass: accelerations and density rates of every particle.
-    fn forces(&mut self) -> ForceStats;
-    /// Apply an update with time step dt.
-    fn update(&mut self, which: Update, dt: f64) -> UpdateStats;
+    fn forces(&mut self) -> Result<ForceStats, Failure>;
+    /// Apply an update with time step dt. Fails with the lowest-id particle whose new state
+    /// is not finite.
+    fn update(&mut self, which: Update, dt: f64) -> Result<UpdateStats, Failure>;
     /// Copy the particles to the host.
-    fn snapshot(&mut self, out: &mut Snapshot);
+    fn snapshot(&mut self, out: &mut Snapshot) -> Result<(), Failure>;
     /// Evaluate the case's gauges into `out` (one value per gauge, in order).
-    fn gauges(&mut self, out: &mut Vec<f64>);
+    fn gauges(&mut self, out: &mut Vec<f64>) -> Result<(), Failure>;
     /// Copy the conserved particle state to the host for a checkpoint, in storage order
     /// (sorted by the cell keys of the last rebuild; see [`ParticleState`]), and say which
     /// grid its cells refer to ([`ParticleState::set_grid`]: a checkpoint is refused
     /// without it). Postcondition: [`Backend::import_state`] of `out`, on any backend of the
     /// same case with the same grid, continues bitwise as this one would.
-    fn export_state(&mut self, out: &mut ParticleState);
+    fn export_state(&mut self, out: &mut ParticleState) -> Result<(), Failure>;
     /// Replace every particle with `state`. A state keyed on another grid is first
     /// re-located onto this backend's ([`ParticleState::relocate`]); then it must pass
     /// [`ParticleState::validate`]. The cells are kept, not re-keyed: the particles are

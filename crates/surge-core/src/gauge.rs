@@ -7,10 +7,10 @@ use crate::case::{Case, Gauge};
 pub trait Interpolate {
     /// Kernel sums over fluid particles j within the support of each point x:
     /// `(sum W_j V_j, sum p_j W_j V_j)` with `V_j = m_j / rho_j`, one pair per point.
-    fn fluid_sums(&mut self, xs: &[[f64; 3]], out: &mut Vec<(f64, f64)>);
+    fn fluid_sums(&mut self, xs: &[[f64; 3]], out: &mut Vec<(f64, f64)>) -> Result<(), String>;
     /// Largest coordinate along `axis` of fluid whose vertical coordinate is below `below`;
     /// `None` when no fluid qualifies.
-    fn fluid_front(&mut self, axis: usize, below: f64) -> Option<f64>;
+    fn fluid_front(&mut self, axis: usize, below: f64) -> Result<Option<f64>, String>;
 }
 
 /// Vertical samples of a water-height gauge: from the top of the domain down in dp/2 steps.
@@ -30,7 +30,7 @@ fn height_samples(case: &Case, at: [f64; 3]) -> impl Iterator<Item = [f64; 3]> +
 pub const WET_FRACTION: f64 = 0.5;
 
 /// Evaluate every gauge of the case, in order, into `out`.
-pub fn evaluate(case: &Case, src: &mut dyn Interpolate, out: &mut Vec<f64>) {
+pub fn evaluate(case: &Case, src: &mut dyn Interpolate, out: &mut Vec<f64>) -> Result<(), String> {
     let vert = case.dim - 1;
     let mut points = Vec::new();
     for g in &case.gauges {
@@ -41,7 +41,7 @@ pub fn evaluate(case: &Case, src: &mut dyn Interpolate, out: &mut Vec<f64>) {
         }
     }
     let mut sums = Vec::with_capacity(points.len());
-    src.fluid_sums(&points, &mut sums);
+    src.fluid_sums(&points, &mut sums)?;
     let mut next = 0;
     out.clear();
     for g in &case.gauges {
@@ -73,7 +73,8 @@ pub fn evaluate(case: &Case, src: &mut dyn Interpolate, out: &mut Vec<f64>) {
                 }
                 found.unwrap_or(case.domain.min[vert])
             }
-            Gauge::Front { axis, below, .. } => src.fluid_front(*axis, *below).unwrap_or(case.domain.min[*axis]),
+            Gauge::Front { axis, below, .. } => src.fluid_front(*axis, *below)?.unwrap_or(case.domain.min[*axis]),
         });
     }
+    Ok(())
 }

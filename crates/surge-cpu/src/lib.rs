@@ -8,7 +8,7 @@ mod sort;
 mod update;
 
 use rayon::prelude::*;
-use surge_core::backend::{Backend, BadParticle, ForceStats, Snapshot, Update, UpdateStats};
+use surge_core::backend::{Backend, Failure, ForceStats, Snapshot, Update, UpdateStats};
 use surge_core::buffers::{self, BufferSet, Kind, ParticleArrays, ParticleState};
 use surge_core::case::{Case, Shifting};
 use surge_core::config::KernelKind;
@@ -87,7 +87,7 @@ impl CpuBackend {
         let scratch = ParticleArrays::with_buffers(n, buffers.and(BufferSet::conserved()));
         let cell_start = vec![0; 2 * grid.cell_count() + 1];
         let mut be = CpuBackend { case: case.clone(), grid, a, scratch, cell_start, pool, threads, buffers };
-        be.rebuild().map_err(|b| format!("particle {} at {:?} is outside the domain", b.id, b.pos))?;
+        be.rebuild().map_err(|f| f.to_string())?;
         Ok(be)
     }
 
@@ -145,17 +145,17 @@ impl Backend for CpuBackend {
         self.grid.skin
     }
 
-    fn rebuild(&mut self) -> Result<(), BadParticle> {
+    fn rebuild(&mut self) -> Result<(), Failure> {
         let CpuBackend { grid, a, scratch, cell_start, pool, .. } = self;
-        pool.install(|| sort::rebuild(grid, a, scratch, cell_start))
+        pool.install(|| sort::rebuild(grid, a, scratch, cell_start)).map_err(Failure::Particle)
     }
 
-    fn forces(&mut self) -> ForceStats {
+    fn forces(&mut self) -> Result<ForceStats, Failure> {
         let CpuBackend { case, grid, a, cell_start, pool, .. } = self;
-        pool.install(|| forces::forces(case, grid, cell_start, a))
+        Ok(pool.install(|| forces::forces(case, grid, cell_start, a)))
     }
 
-    fn update(&mut self, which: Update, dt: f64) -> UpdateStats {
+    fn update(&mut self, which: Update, dt: f64) -> Result<UpdateStats, Failure> {
         let CpuBackend { case, grid, a, pool, .. } = self;
         let shift = match case.shifting {
             Shifting::None => None,
@@ -163,10 +163,10 @@ impl Backend for CpuBackend {
                 Some(((coefficient * case.h) as f32, surface_threshold as f32))
             }
         };
-        pool.install(|| update::update(grid, a, which, dt, shift))
+        pool.install(|| update::update(grid, a, which, dt, shift)).map_err(Failure::Particle)
     }
 
-    fn snapshot(&mut self, out: &mut Snapshot) {
+    fn snapshot(&mut self, out: &mut Snapshot) -> Result<(), Failure> {
         let eos = Eos::of(&self.case);
         let a = &self.a;
         let n = a.len();
@@ -176,16 +176,18 @@ impl Backend for CpuBackend {
         out.vel = a.vel.iter().map(|v| [v[0], v[1], v[2]]).collect();
         out.rho = a.vel.iter().map(|v| eos.rho0 * (1.0 + v[3])).collect();
         out.p = a.vel.iter().map(|v| eos.pressure(v[3])).collect();
+        Ok(())
     }
 
-    fn gauges(&mut self, out: &mut Vec<f64>) {
+    fn gauges(&mut self, out: &mut Vec<f64>) -> Result<(), Failure> {
         let case = self.case.clone();
-        gauge::evaluate(&case, self, out);
+        gauge::evaluate(&case, self, out).map_err(Failure::Device)
     }
 
-    fn export_state(&mut self, out: &mut ParticleState) {
+    fn export_state(&mut self, out: &mut ParticleState) -> Result<(), Failure> {
         out.copy_from(&self.a, self.buffers);
         out.set_grid(&self.grid);
+        Ok(())
     }
 
     fn import_state(&mut self, mut state: ParticleState) -> Result<(), String> {
@@ -211,20 +213,21 @@ impl Backend for CpuBackend {
 }
 
 impl Interpolate for CpuBackend {
-    fn fluid_sums(&mut self, xs: &[[f64; 3]], out: &mut Vec<(f64, f64)>) {
+    fn fluid_sums(&mut self, xs: &[[f64; 3]], out: &mut Vec<(f64, f64)>) -> Result<(), String> {
         let (h, dim) = (self.case.h, self.case.dim);
         out.clear();
         out.extend(xs.iter().map(|&x| match self.case.kernel {
             KernelKind::WendlandC2 => self.sums_with(WendlandC2::new(h, dim), x),
             KernelKind::CubicSpline => self.sums_with(CubicSpline::new(h, dim), x),
         }));
+        Ok(())
     }
 
-    fn fluid_front(&mut self, axis: usize, below: f64) -> Option<f64> {
+    fn fluid_front(&mut self, axis: usize, below: f64) -> Result<Option<f64>, String> {
         let vert = self.case.dim - 1;
         let a = &self.a;
         let grid = &self.grid;
-        self.pool.install(|| {
+        Ok(self.pool.install(|| {
             (0..a.len())
                 .into_par_iter()
                 .filter(|&i| a.info[i][1] == Kind::Fluid as u32)
@@ -232,7 +235,7 @@ impl Interpolate for CpuBackend {
                 .filter(|x| x[vert] < below)
                 .map(|x| x[axis])
                 .reduce_with(f64::max)
-        })
+        }))
     }
 }
 

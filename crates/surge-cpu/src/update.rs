@@ -19,7 +19,7 @@ pub(crate) fn update(
     which: Update,
     dt: f64,
     shift: Option<(f32, f32)>,
-) -> UpdateStats {
+) -> Result<UpdateStats, BadParticle> {
     let dt = dt as f32;
     let half = 0.5 * dt;
     let ParticleArrays { pos, vel, vel_prev, pos_prev, force, info, shift: grad_c, .. } = a;
@@ -83,15 +83,17 @@ pub(crate) fn update(
             .reduce(|| (0.0, 0.0, None), merge),
     };
     let (disp_max, vel_max, bad) = moved;
-    let bad = bad.map(|id| {
-        let i = info.iter().position(|x| x[0] == id).expect("bad id exists");
-        BadParticle {
-            id,
-            pos: grid.absolute(a.cell[i], a.pos[i]),
-            reason: "has a non-finite velocity, position or density",
+    match bad {
+        None => Ok(UpdateStats { disp_max, vel_max }),
+        Some(id) => {
+            let i = info.iter().position(|x| x[0] == id).expect("bad id exists");
+            Err(BadParticle {
+                id,
+                pos: grid.absolute(a.cell[i], a.pos[i]),
+                reason: "has a non-finite velocity, position or density",
+            })
         }
-    });
-    UpdateStats { disp_max, vel_max, bad }
+    }
 }
 
 fn merge(x: Moved, y: Moved) -> Moved {

@@ -5,7 +5,7 @@ use cudarc::driver::{
     CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PinnedHostSlice, PushKernelArg,
 };
 use std::sync::Arc;
-use surge_core::backend::{Backend, BadParticle, ForceStats, Snapshot, Update, UpdateStats};
+use surge_core::backend::{Backend, BadParticle, Failure, ForceStats, Snapshot, Update, UpdateStats};
 use surge_core::buffers::{BufferId, BufferSet, ParticleState};
 use surge_core::case::{Case, Gauge};
 use surge_core::gauge::{self, Interpolate};
@@ -443,7 +443,7 @@ impl CudaBackend {
         Ok(ForceStats { acc_max: f32::from_bits(s[0]), visc_max: f32::from_bits(s[1]) })
     }
 
-    fn try_update(&mut self, which: Update, dt: f64) -> Result<UpdateStats, String> {
+    fn try_update(&mut self, which: Update, dt: f64) -> Result<UpdateStats, Failure> {
         self.reset_stats()?;
         let n = self.n as i32;
         let code: i32 = match which {
@@ -481,12 +481,10 @@ impl CudaBackend {
             unsafe { b.launch(cfg(self.n)) }.map_err(|e| fail("update_kernel", e))?;
         }
         let s = self.read_stats("update_kernel")?;
-        let bad = if s[4] != u32::MAX {
-            Some(self.bad_particle(s[4], "has a non-finite velocity, position or density")?)
-        } else {
-            None
-        };
-        Ok(UpdateStats { disp_max: f32::from_bits(s[2]), vel_max: f32::from_bits(s[3]), bad })
+        if s[4] != u32::MAX {
+            return Err(Failure::Particle(self.bad_particle(s[4], "has a non-finite velocity, position or density")?));
+        }
+        Ok(UpdateStats { disp_max: f32::from_bits(s[2]), vel_max: f32::from_bits(s[3]) })
     }
 
     fn try_snapshot(&mut self, out: &mut Snapshot) -> Result<(), String> {
@@ -568,12 +566,6 @@ impl CudaBackend {
     }
 }
 
-/// Until the backend interface carries device errors, a CUDA failure stops the worker with
-/// its message (the runtime reports it and exits non-zero).
-fn or_stop<T>(r: Result<T, String>) -> T {
-    r.unwrap_or_else(|e| panic!("{e}"))
-}
-
 impl Backend for CudaBackend {
     fn name(&self) -> String {
         self.name.clone()
@@ -587,27 +579,27 @@ impl Backend for CudaBackend {
     fn skin(&self) -> f64 {
         self.grid.skin
     }
-    fn rebuild(&mut self) -> Result<(), BadParticle> {
-        match or_stop(self.try_rebuild(true)) {
-            Some(b) => Err(b),
+    fn rebuild(&mut self) -> Result<(), Failure> {
+        match self.try_rebuild(true)? {
+            Some(b) => Err(Failure::Particle(b)),
             None => Ok(()),
         }
     }
-    fn forces(&mut self) -> ForceStats {
-        or_stop(self.try_forces())
+    fn forces(&mut self) -> Result<ForceStats, Failure> {
+        Ok(self.try_forces()?)
     }
-    fn update(&mut self, which: Update, dt: f64) -> UpdateStats {
-        or_stop(self.try_update(which, dt))
+    fn update(&mut self, which: Update, dt: f64) -> Result<UpdateStats, Failure> {
+        self.try_update(which, dt)
     }
-    fn snapshot(&mut self, out: &mut Snapshot) {
-        or_stop(self.try_snapshot(out))
+    fn snapshot(&mut self, out: &mut Snapshot) -> Result<(), Failure> {
+        Ok(self.try_snapshot(out)?)
     }
-    fn gauges(&mut self, out: &mut Vec<f64>) {
+    fn gauges(&mut self, out: &mut Vec<f64>) -> Result<(), Failure> {
         let case = self.case.clone();
-        gauge::evaluate(&case, self, out);
+        Ok(gauge::evaluate(&case, self, out)?)
     }
-    fn export_state(&mut self, out: &mut ParticleState) {
-        or_stop(self.try_export(out))
+    fn export_state(&mut self, out: &mut ParticleState) -> Result<(), Failure> {
+        Ok(self.try_export(out)?)
     }
     fn import_state(&mut self, state: ParticleState) -> Result<(), String> {
         self.try_import(state)
@@ -641,10 +633,11 @@ impl CudaBackend {
             let view = src.slice(0..words);
             stream.memcpy_dtoh(&view, dst).map_err(|e| fail("copying the particle state", e))?;
         }
+        out.set_grid(&self.grid);
         stream.synchronize().map_err(|e| fail("copying the particle state", e))
     }
 
-    fn try_import(&mut self, state: ParticleState) -> Result<(), String> {
+    fn try_import(&mut self, mut state: ParticleState) -> Result<(), String> {
         let want = self.buffers.and(BufferSet::conserved());
         if state.buffers() != want || state.len() != self.n {
             return Err(format!(
@@ -655,6 +648,8 @@ impl CudaBackend {
                 want.0
             ));
         }
+        // A state from another grid (the CPU's cells are larger) moves to this one's cells.
+        state.relocate(&self.grid)?;
         state.validate(&self.grid)?;
         let stream = self.stream.clone();
         for &id in BufferId::ALL.iter().filter(|b| want.contains(**b)) {
@@ -671,11 +666,11 @@ impl CudaBackend {
 }
 
 impl Interpolate for CudaBackend {
-    fn fluid_sums(&mut self, xs: &[[f64; 3]], out: &mut Vec<(f64, f64)>) {
-        or_stop(self.try_fluid_sums(xs, out))
+    fn fluid_sums(&mut self, xs: &[[f64; 3]], out: &mut Vec<(f64, f64)>) -> Result<(), String> {
+        self.try_fluid_sums(xs, out)
     }
-    fn fluid_front(&mut self, axis: usize, below: f64) -> Option<f64> {
-        or_stop(self.try_front(axis, below))
+    fn fluid_front(&mut self, axis: usize, below: f64) -> Result<Option<f64>, String> {
+        self.try_front(axis, below)
     }
 }
 

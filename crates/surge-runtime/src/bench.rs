@@ -60,7 +60,7 @@ impl BenchResult {
 }
 
 /// Run [`WARM_UP_STEPS`] steps, then time `steps` steps (no output, no gauges).
-pub fn bench(mut sim: Simulation, steps: u64) -> Result<BenchResult, crate::Diverged> {
+pub fn bench(mut sim: Simulation, steps: u64) -> Result<BenchResult, crate::StepError> {
     for _ in 0..WARM_UP_STEPS {
         sim.step(f64::INFINITY)?;
     }

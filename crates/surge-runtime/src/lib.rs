@@ -13,7 +13,7 @@ pub use bench::{bench, BenchResult, WARM_UP_STEPS};
 pub use checkpoints::{checkpoint_dir, find_restart, Restart, RestartFrom};
 pub use device::{cuda_unavailable, load, BackendChoice, Chosen, DeviceRequest};
 pub use run::{default_out_dir, run, Observer, Progress, RunError, RunOptions};
-pub use simulation::{Diverged, Simulation, StageTimes, StepState};
+pub use simulation::{Simulation, StageTimes, StepError, StepState};
 
 use surge_core::backend::Backend;
 use surge_core::geometry::fill;

@@ -8,7 +8,7 @@
 //! a run is written by one thread.
 
 use crate::checkpoints::{self, RestartFrom};
-use crate::simulation::{Diverged, Simulation};
+use crate::simulation::{Simulation, StepError};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
@@ -84,7 +84,7 @@ pub enum RunError {
     /// An output file could not be written.
     Io(std::io::Error),
     /// The physics blew up; the diagnosis frame was written.
-    Diverged(Diverged, Vec<PathBuf>),
+    Diverged(StepError, Vec<PathBuf>),
     /// The worker thread failed unexpectedly.
     Worker(String),
 }
@@ -132,9 +132,10 @@ enum Msg {
         wall: f64,
         particles: Box<ParticleState>,
     },
+    /// A step failed; the state at failure when the device could still give it.
     Failed {
-        error: Diverged,
-        snap: Snapshot,
+        error: StepError,
+        snap: Option<Snapshot>,
         steps: u64,
         wall: f64,
     },
@@ -291,8 +292,11 @@ pub fn run(
                     summary.steps = steps;
                     summary.sim_time = error.time;
                     summary.wall_seconds = start.wall + wall;
-                    let files = frames.write_frame(summary.frames as u32, error.time, &snap)?;
-                    summary.status = Summary::DIVERGED.into();
+                    let files = match &snap {
+                        Some(snap) => frames.write_frame(summary.frames as u32, error.time, snap)?,
+                        None => Vec::new(),
+                    };
+                    summary.status = if error.diverged() { Summary::DIVERGED } else { Summary::FAILED }.into();
                     summary.message = Some(error.to_string());
                     return Err(RunError::Diverged(error, files));
                 }
@@ -397,16 +401,29 @@ fn worker_loop(mut sim: Simulation, opts: &RunOptions, start: Start, tx: &mpsc::
     let clock = Instant::now();
     let mut last_report = clock;
     let send = |m: Msg| tx.send(m).is_ok();
+    // A failed stage ends the run: report it with the state at failure, if there is one.
+    let failed = |sim: &mut Simulation, error: StepError| {
+        let (steps, wall) = (sim.steps(), clock.elapsed().as_secs_f64());
+        send(Msg::Failed { error, snap: sim.snapshot().ok(), steps, wall });
+    };
     loop {
         let t = sim.time();
         if gauge.due(t) && !sim.case().gauges.is_empty() {
-            if !send(Msg::Gauges { time: t, values: sim.gauges() }) {
+            let values = match sim.gauges() {
+                Ok(v) => v,
+                Err(e) => return failed(&mut sim, e),
+            };
+            if !send(Msg::Gauges { time: t, values }) {
                 return;
             }
         }
         gauge.skip_past(t);
         if frame.due(t) {
-            if !send(Msg::Frame { index: frame_index, time: t, snap: sim.snapshot() }) {
+            let snap = match sim.snapshot() {
+                Ok(s) => s,
+                Err(e) => return failed(&mut sim, e),
+            };
+            if !send(Msg::Frame { index: frame_index, time: t, snap }) {
                 return;
             }
             frame_index += 1;
@@ -420,7 +437,9 @@ fn worker_loop(mut sim: Simulation, opts: &RunOptions, start: Start, tx: &mpsc::
                 c.skip_past(t);
             }
             let mut particles = Box::<ParticleState>::default();
-            sim.export_particles(&mut particles);
+            if let Err(e) = sim.export_particles(&mut particles) {
+                return failed(&mut sim, e);
+            }
             let wall = start.wall + clock.elapsed().as_secs_f64();
             if !send(Msg::Checkpoint { state: sim.step_state(), next_frame: frame_index, wall, particles }) {
                 return;
@@ -453,9 +472,7 @@ fn worker_loop(mut sim: Simulation, opts: &RunOptions, start: Start, tx: &mpsc::
         }
         let limit = end.min(frame.time()).min(if sim.case().gauges.is_empty() { end } else { gauge.time() });
         if let Err(error) = sim.step(limit) {
-            let (steps, wall) = (sim.steps(), clock.elapsed().as_secs_f64());
-            send(Msg::Failed { error, snap: sim.snapshot(), steps, wall });
-            return;
+            return failed(&mut sim, error);
         }
     }
 }

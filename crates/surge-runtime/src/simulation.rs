@@ -2,34 +2,37 @@
 
 use std::fmt;
 use std::time::Instant;
-use surge_core::backend::{Backend, BadParticle, ForceStats, Snapshot};
+use surge_core::backend::{Backend, Failure, ForceStats, Snapshot};
 use surge_core::buffers::ParticleState;
 use surge_core::step::{plan, time_step, Stage};
 use surge_core::Case;
 
-/// A run that blew up: which step, when, which particle.
+/// A step that failed: which step, when, and why (a particle that blew up, or the device).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Diverged {
+pub struct StepError {
     /// Step number (0-based) during which it was found.
     pub step: u64,
     /// Simulated time at the start of that step.
     pub time: f64,
-    /// The particle.
-    pub particle: BadParticle,
+    /// What failed.
+    pub failure: Failure,
 }
 
-impl fmt::Display for Diverged {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let p = &self.particle.pos;
-        write!(
-            f,
-            "the run diverged at step {} (t = {:.6} s): particle {} at ({:.4}, {:.4}, {:.4}) {}",
-            self.step, self.time, self.particle.id, p[0], p[1], p[2], self.particle.reason
-        )
+impl StepError {
+    /// True when the physics diverged (rather than the device failing).
+    pub fn diverged(&self) -> bool {
+        matches!(self.failure, Failure::Particle(_))
     }
 }
 
-impl std::error::Error for Diverged {}
+impl fmt::Display for StepError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let what = if self.diverged() { "the run diverged" } else { "the device failed" };
+        write!(f, "{what} at step {} (t = {:.6} s): {}", self.step, self.time, self.failure)
+    }
+}
+
+impl std::error::Error for StepError {}
 
 /// Everything of a [`Simulation`] besides its particles that decides how it goes on: the
 /// clock, the step number (the Verlet plan depends on its parity with the Euler period) and
@@ -137,10 +140,14 @@ impl Simulation {
     }
 
     /// Copy the particles to the host.
-    pub fn snapshot(&mut self) -> Snapshot {
+    pub fn snapshot(&mut self) -> Result<Snapshot, StepError> {
         let mut s = Snapshot::default();
-        self.backend.snapshot(&mut s);
-        s
+        self.backend.snapshot(&mut s).map_err(|f| self.error(f))?;
+        Ok(s)
+    }
+
+    fn error(&self, failure: Failure) -> StepError {
+        StepError { step: self.step, time: self.time, failure }
     }
 
     /// The clock and the rebuild bookkeeping, for a checkpoint.
@@ -156,8 +163,8 @@ impl Simulation {
     }
 
     /// Copy the conserved particle state off the backend, for a checkpoint.
-    pub fn export_particles(&mut self, out: &mut ParticleState) {
-        self.backend.export_state(out);
+    pub fn export_particles(&mut self, out: &mut ParticleState) -> Result<(), StepError> {
+        self.backend.export_state(out).map_err(|f| self.error(f))
     }
 
     /// Continue from a checkpoint: the backend takes the particles as they were stored (no
@@ -173,10 +180,10 @@ impl Simulation {
     }
 
     /// Evaluate the gauges now.
-    pub fn gauges(&mut self) -> Vec<f64> {
+    pub fn gauges(&mut self) -> Result<Vec<f64>, StepError> {
         let mut g = Vec::new();
-        self.backend.gauges(&mut g);
-        g
+        self.backend.gauges(&mut g).map_err(|f| self.error(f))?;
+        Ok(g)
     }
 
     /// One step of the plan, its dt shortened so the time does not pass `limit`.
@@ -185,11 +192,10 @@ impl Simulation {
     /// rebuild (the largest displacement of this step counted twice as a margin for the
     /// next one; NaN forces a rebuild, which reports the particle); then the stages of
     /// [`plan`]: force passes, the time step from the first pass, updates.
-    pub fn step(&mut self, limit: f64) -> Result<(), Diverged> {
-        let fail = |s: &Simulation, particle| Diverged { step: s.step, time: s.time, particle };
+    pub fn step(&mut self, limit: f64) -> Result<(), StepError> {
         if !(self.drift + 2.0 * self.last_disp <= self.half_skin) {
             let t0 = Instant::now();
-            self.backend.rebuild().map_err(|p| fail(self, p))?;
+            self.backend.rebuild().map_err(|f| self.error(f))?;
             self.times.rebuild += t0.elapsed().as_secs_f64();
             self.drift = 0.0;
             self.rebuilds += 1;
@@ -201,7 +207,7 @@ impl Simulation {
             match *stage {
                 Stage::Forces => {
                     let t0 = Instant::now();
-                    stats = self.backend.forces();
+                    stats = self.backend.forces().map_err(|f| self.error(f))?;
                     self.times.forces += t0.elapsed().as_secs_f64();
                 }
                 Stage::ReduceDt => {
@@ -214,11 +220,8 @@ impl Simulation {
                 }
                 Stage::Update(u) => {
                     let t0 = Instant::now();
-                    let s = self.backend.update(u, dt);
+                    let s = self.backend.update(u, dt).map_err(|f| self.error(f))?;
                     self.times.update += t0.elapsed().as_secs_f64();
-                    if let Some(p) = s.bad {
-                        return Err(fail(self, p));
-                    }
                     disp += s.disp_max as f64;
                 }
             }
@@ -232,7 +235,7 @@ impl Simulation {
     }
 
     /// Step until the time reaches `t`.
-    pub fn advance_to(&mut self, t: f64) -> Result<(), Diverged> {
+    pub fn advance_to(&mut self, t: f64) -> Result<(), StepError> {
         while self.time < t {
             self.step(t)?;
         }
