@@ -8,6 +8,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+mod common;
+use common::TempDir;
 use serde_json::Value;
 use surge_core::Case;
 
@@ -64,34 +66,6 @@ const BROKEN: &[(&str, &[&str])] = &[
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
-
-/// A fresh, empty folder for one test, removed when the test passes and kept for a look when
-/// it fails.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        let dir = std::env::temp_dir().join(format!("surge-cli-{name}-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        if !std::thread::panicking() {
-            let _ = fs::remove_dir_all(&self.0);
-        }
-    }
-}
-
-impl std::ops::Deref for TempDir {
-    type Target = Path;
-    fn deref(&self) -> &Path {
-        &self.0
-    }
-}
 
 /// What a run of the binary gave.
 struct Out {
@@ -256,7 +230,7 @@ fn check_every_config() {
 
 #[test]
 fn run_every_config_briefly() {
-    let tmp = TempDir::new("run_every_config");
+    let tmp = TempDir::new("cli-run_every_config");
     for config in configs() {
         let dir = tmp.join(stem(&config));
         let (args, case) = quick_args(&config, &dir, &[]);
@@ -321,7 +295,7 @@ fn run_every_config_briefly() {
 
 #[test]
 fn csv_frames_2d_and_3d() {
-    let tmp = TempDir::new("csv_frames");
+    let tmp = TempDir::new("cli-csv_frames");
     for (config, header) in [
         ("configs/dam_break_2d.toml", "id,kind,x,y,vx,vy,rho,p"),
         ("configs/dam_break_3d.toml", "id,kind,x,y,z,vx,vy,vz,rho,p"),
@@ -360,7 +334,7 @@ fn csv_frames_2d_and_3d() {
 
 #[test]
 fn set_overrides_change_the_run() {
-    let tmp = TempDir::new("set_overrides");
+    let tmp = TempDir::new("cli-set_overrides");
     let config = root().join("configs/dam_break_2d.toml");
     let c = config.display().to_string();
     let out = surge(&["run", &c, "--quiet", "--out", &tmp.display().to_string(), "--set", "time.end=0.001"]);
@@ -384,7 +358,7 @@ fn set_overrides_change_the_run() {
 
 #[test]
 fn bad_overrides_fail_clearly() {
-    let tmp = TempDir::new("bad_overrides");
+    let tmp = TempDir::new("cli-bad_overrides");
     let c = root().join("configs/dam_break_2d.toml").display().to_string();
     for (set, want) in [
         ("time.nope=1", &["time.nope", "unknown field `nope`"][..]),
@@ -424,7 +398,7 @@ fn broken_cases_table_matches_the_folder() {
 
 #[test]
 fn broken_cases_fail_with_one_clear_line() {
-    let tmp = TempDir::new("broken");
+    let tmp = TempDir::new("cli-broken");
     let mut failures = Vec::new();
     for (file, want) in BROKEN {
         let path = root().join("tests/cases/broken").join(file);
@@ -466,7 +440,7 @@ fn broken_cases_fail_with_one_clear_line() {
 
 #[test]
 fn missing_case_file() {
-    let tmp = TempDir::new("missing_case");
+    let tmp = TempDir::new("cli-missing_case");
     let path = tmp.join("no_such_case.toml");
     let p = path.display().to_string();
     for out in [surge(&["check", &p]), surge(&["run", &p, "--quiet", "--out", &tmp.join("out").display().to_string()])]
@@ -482,7 +456,7 @@ fn missing_case_file() {
 
 #[test]
 fn unwritable_output_directory() {
-    let tmp = TempDir::new("unwritable_out");
+    let tmp = TempDir::new("cli-unwritable_out");
     let file = tmp.join("regular_file");
     fs::write(&file, b"not a folder").unwrap();
     let c = root().join("configs/couette_2d.toml").display().to_string();
@@ -501,7 +475,7 @@ fn unwritable_output_directory() {
 
 #[test]
 fn diverging_run_keeps_frames_and_writes_a_diagnosis_frame() {
-    let tmp = TempDir::new("diverge");
+    let tmp = TempDir::new("cli-diverge");
     let config = root().join("tests/cases/diverge_2d.toml");
     let out = surge(&["run", &config.display().to_string(), "--quiet", "--out", &tmp.display().to_string()]);
     out.assert_code(EXIT_RUN_FAILED);
@@ -552,7 +526,7 @@ fn cuda_without_a_gpu_is_one_clear_error() {
         return;
     }
     let config = Path::new(ROOT).join("configs/dam_break_2d.toml");
-    let tmp = TempDir::new("cuda_without_gpu");
+    let tmp = TempDir::new("cli-cuda_without_gpu");
     let out = surge(&[
         "run",
         &config.display().to_string(),

@@ -9,26 +9,24 @@ use common::*;
 const TIMES: [f64; 5] = [0.0225, 0.045, 0.1125, 0.225, 1.0];
 const TOLERANCE: f64 = 0.05;
 
-#[test]
-fn poiseuille_matches_morris_series_solution() {
-    let case = case("poiseuille_2d.toml", &[]);
+/// Run a channel case and compare the fluid x-velocity with `analytic(y, t)` at each time.
+fn check_channel(config: &str, label: &str, analytic: impl Fn(f64, f64) -> f64) {
+    let case = case(config, &[]);
     let mut sim = sim(&case, 0);
     for t in TIMES {
         sim.advance_to(t).unwrap();
-        let err = l2_error(&sim.snapshot().unwrap(), |y| poiseuille(y, t, 2e-4, 1e-6, 1e-3));
-        println!("Poiseuille t = {t} s: L2 error {:.2} %", 100.0 * err);
-        assert!(err < TOLERANCE, "Poiseuille at t = {t} s: L2 error {err:.4} above {TOLERANCE}");
+        let err = l2_error(&sim.snapshot().unwrap(), |y| analytic(y, t));
+        println!("{label} t = {t} s: L2 error {:.2} %", 100.0 * err);
+        assert!(err < TOLERANCE, "{label} at t = {t} s: L2 error {err:.4} above {TOLERANCE}");
     }
 }
 
 #[test]
+fn poiseuille_matches_morris_series_solution() {
+    check_channel("poiseuille_2d.toml", "Poiseuille", |y, t| poiseuille(y, t, 2e-4, 1e-6, 1e-3));
+}
+
+#[test]
 fn couette_matches_morris_series_solution() {
-    let case = case("couette_2d.toml", &[]);
-    let mut sim = sim(&case, 0);
-    for t in TIMES {
-        sim.advance_to(t).unwrap();
-        let err = l2_error(&sim.snapshot().unwrap(), |y| couette(y, t, 2.5e-5, 1e-6, 1e-3));
-        println!("Couette t = {t} s: L2 error {:.2} %", 100.0 * err);
-        assert!(err < TOLERANCE, "Couette at t = {t} s: L2 error {err:.4} above {TOLERANCE}");
-    }
+    check_channel("couette_2d.toml", "Couette", |y, t| couette(y, t, 2.5e-5, 1e-6, 1e-3));
 }

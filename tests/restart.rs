@@ -33,33 +33,6 @@ const DAM: &[&str] = &["dp=0.04", "output.interval=0.02", "output.gauge_interval
 // ---------------------------------------------------------------------------------------------
 // Helpers
 
-/// A fresh, empty folder for one test, removed when the test passes.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        let dir = std::env::temp_dir().join(format!("surge-restart-{name}-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        if !std::thread::panicking() {
-            let _ = fs::remove_dir_all(&self.0);
-        }
-    }
-}
-
-impl std::ops::Deref for TempDir {
-    type Target = Path;
-    fn deref(&self) -> &Path {
-        &self.0
-    }
-}
-
 /// Overrides for the small dam break, plus `extra`.
 fn sets(extra: &[&str]) -> Vec<String> {
     DAM.iter().chain(extra).map(|s| s.to_string()).collect()
@@ -278,7 +251,7 @@ fn a_state_keyed_on_another_grid_is_relocated() {
 
 #[test]
 fn library_run_restarted_from_its_checkpoint_is_bitwise() {
-    let tmp = TempDir::new("library");
+    let tmp = TempDir::new("restart-library");
     let (a, b) = (tmp.join("a"), tmp.join("b"));
     // A: straight to t1, one checkpoint at its end.
     let sa = library_run(&a, &["time.end=0.08", "checkpoint.interval=1"], 2, None);
@@ -295,7 +268,7 @@ fn library_run_restarted_from_its_checkpoint_is_bitwise() {
 
 #[test]
 fn cli_restart_latest_is_bitwise_and_keeps_the_newest_checkpoints() {
-    let tmp = TempDir::new("cli");
+    let tmp = TempDir::new("restart-cli");
     let (a, b) = (tmp.join("a"), tmp.join("b"));
     surge_run(&a, &["time.end=0.08", "checkpoint.interval=1"], &[]).assert_code(0);
     // Checkpoints at 0.01, 0.02, 0.03, 0.04 (the end): `keep = 2` leaves the last two.
@@ -317,7 +290,7 @@ fn cli_restart_latest_is_bitwise_and_keeps_the_newest_checkpoints() {
 
 #[test]
 fn sigusr1_writes_a_checkpoint_exits_3_and_the_restart_is_bitwise() {
-    let tmp = TempDir::new("signal");
+    let tmp = TempDir::new("restart-signal");
     let (a, b) = (tmp.join("a"), tmp.join("b"));
     let long = ["time.end=0.25", "output.interval=0.01", "checkpoint.interval=10"];
     surge_run(&a, &long, &[]).assert_code(0);
@@ -397,7 +370,7 @@ fn snapshot_dir(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
 
 #[test]
 fn damaged_foreign_and_newer_checkpoints_are_refused_with_exit_2() {
-    let tmp = TempDir::new("refused");
+    let tmp = TempDir::new("restart-refused");
     let run = tmp.join("run");
     surge_run(&run, &["time.end=0.02", "checkpoint.interval=0.02"], &[]).assert_code(0);
     let good_path = checkpoints(&run).pop().unwrap();
@@ -454,7 +427,7 @@ fn damaged_foreign_and_newer_checkpoints_are_refused_with_exit_2() {
 
 #[test]
 fn latest_falls_back_past_a_damaged_checkpoint() {
-    let tmp = TempDir::new("fallback");
+    let tmp = TempDir::new("restart-fallback");
     let (a, b) = (tmp.join("a"), tmp.join("b"));
     surge_run(&a, &["time.end=0.06", "checkpoint.interval=1"], &[]).assert_code(0);
     surge_run(&b, &["time.end=0.04", "checkpoint.interval=0.02"], &[]).assert_code(0);
@@ -478,7 +451,7 @@ fn latest_falls_back_past_a_damaged_checkpoint() {
 
 #[test]
 fn dump_writes_the_csv_frame_of_the_checkpoint_time() {
-    let tmp = TempDir::new("dump");
+    let tmp = TempDir::new("restart-dump");
     let out = tmp.join("out");
     surge_run(&out, &["time.end=0.04", "checkpoint.interval=0.04", r#"output.formats=["csv"]"#], &[]).assert_code(0);
     let ckpt = checkpoints(&out).pop().unwrap();

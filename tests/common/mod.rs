@@ -93,3 +93,32 @@ pub fn l2_error(s: &Snapshot, u: impl Fn(f64) -> f64) -> f64 {
 pub fn kinetic_energy(s: &Snapshot) -> f64 {
     fluid(s).map(|i| s.vel[i].iter().map(|v| (*v as f64).powi(2)).sum::<f64>()).sum::<f64>() / 2.0
 }
+
+/// A fresh, empty folder for one test, removed when the test passes and kept for a look when
+/// it fails.
+pub struct TempDir(pub std::path::PathBuf);
+
+impl TempDir {
+    /// `<temp>/surge-<name>-<pid>`, emptied.
+    pub fn new(name: &str) -> TempDir {
+        let dir = std::env::temp_dir().join(format!("surge-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+impl std::ops::Deref for TempDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
