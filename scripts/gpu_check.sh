@@ -20,6 +20,14 @@ run parity "$bin/gpu_parity" --ignored --nocapture --test-threads 1
 for t in physics_channel_flows physics_hydrostatic physics_taylor_green physics_dam_break determinism; do
     [ -x "$bin/$t" ] && run "cuda_$t" env SURGE_TEST_BACKEND=cuda "$bin/$t" --nocapture --test-threads 1
 done
+# A user's run end to end on the GPU: frames, gauges and summary, a checkpoint, then a
+# restart that extends the run (its summary must say completed and restarted_from).
+run run_gpu "$bin/surge" run configs/dam_break_2d.toml --backend cuda --out "$logs/run" --quiet \
+    --set time.end=0.1 --set checkpoint.interval=0.05
+run restart_gpu "$bin/surge" run configs/dam_break_2d.toml --backend cuda --out "$logs/run" --quiet \
+    --restart latest --set time.end=0.15 --set checkpoint.interval=0.05
+grep -h '"status"\|"restarted_from"\|"backend"\|"steps"' "$logs/run/summary.json" | tee "$logs/run_summary.txt"
+ls "$logs/run/frames" | wc -l | sed 's/^/frames written: /'
 run bench_cpu "$bin/surge" bench --backend cpu --steps 20
 run bench_gpu "$bin/surge" bench --backend cuda --steps 200
 run bench_3d_5M "$bin/surge" bench --backend cuda --cases dam-break3d --steps ${BENCH_STEPS:-100} --set dp=0.006
