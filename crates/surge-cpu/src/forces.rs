@@ -12,7 +12,8 @@ use surge_core::physics::pair::{dispatch, Accum, PairParticle, Physics, WithPhys
 use surge_core::V3;
 
 /// Call `f(j, r_ij, r², j_is_fluid)` for every particle j in the stencil of cells around
-/// `ci` (fluid only when `fluid_only`), in stencil order, then storage order. `oi` is the
+/// `ci` (`grid.reach` cells each side; fluid only when `fluid_only`), in stencil order, then
+/// storage order. `oi` is the
 /// offset of the centre from the centre of its cell; `r_ij = x_i - x_j`.
 #[inline(always)]
 pub(crate) fn for_each_neighbour_of<const DIM: usize>(
@@ -25,10 +26,11 @@ pub(crate) fn for_each_neighbour_of<const DIM: usize>(
     mut f: impl FnMut(usize, V3, f32, bool),
 ) {
     let cs = [grid.cell[0] as f32, grid.cell[1] as f32, grid.cell[2] as f32];
-    let zr = if DIM == 3 { -1..=1 } else { 0..=0 };
+    let r = grid.reach;
+    let zr = if DIM == 3 { -r..=r } else { 0..=0 };
     for dz in zr {
-        for dy in -1..=1 {
-            for dx in -1..=1 {
+        for dy in -r..=r {
+            for dx in -r..=r {
                 let Some(nc) = grid.neighbour(ci, [dx, dy, dz]) else { continue };
                 let k = grid.linear(nc);
                 let (s, mid) = (cell_start[2 * k] as usize, cell_start[2 * k + 1] as usize);
