@@ -13,8 +13,8 @@ use surge_core::V3;
 
 /// Call `f(j, r_ij, r², j_is_fluid)` for every particle j in the stencil of cells around
 /// `ci` (`grid.reach` cells each side; fluid only when `fluid_only`), in stencil order, then
-/// storage order. `oi` is the
-/// offset of the centre from the centre of its cell; `r_ij = x_i - x_j`.
+/// storage order. `oi` is the offset of the centre from the centre of its cell;
+/// `r_ij = x_i - x_j`.
 #[inline(always)]
 pub(crate) fn for_each_neighbour_of<const DIM: usize>(
     grid: &Grid,
