@@ -150,6 +150,13 @@ enum BenchCases {
 struct Failure(u8, String);
 
 fn main() -> ExitCode {
+    // Rust ignores SIGPIPE, so printing into a closed pipe (`surge check CASE | head`) would
+    // panic; like other command-line tools, end quietly instead.
+    #[cfg(unix)]
+    // SAFETY: sets the disposition of one signal before any thread is started.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     let quiet = matches!(cli.command, Command::Run { quiet: true, .. });
     tracing_subscriber::fmt()
