@@ -88,7 +88,8 @@ extern "C" __global__ void rekey_kernel(int n, int move_particles, int4 *cell, f
     const bool per[3] = {PERX, PERY, PERZ};
     bool ok = true;
     for (int a = 0; move_particles && a < DIM; ++a) {
-        float k = rintf(off[a] / cs[a]);
+        // roundf, like Rust's f32::round (halves away from zero): grid.rekey is the twin.
+        float k = roundf(off[a] / cs[a]);
         if (!isfinite(k)) {
             ok = false;
             break;
@@ -261,7 +262,9 @@ extern "C" __global__ void __launch_bounds__(256, FORCES_MIN_BLOCKS) forces_kern
 #define UPDATE_VERLET 2
 #define UPDATE_VERLET_EULER 3
 
-// Twin of crates/surge-cpu/src/update.rs. pos_prev is unused (may be null) for Verlet.
+// Twin of crates/surge-cpu/src/update.rs. Only the updates of the case's scheme are compiled
+// (SCHEME 1: symplectic predictor/corrector; 2: Verlet and its Euler step); pos_prev is unused
+// for Verlet.
 extern "C" __global__ void update_kernel(int n, int which, float dt, float4 *pos, float4 *vel, float4 *vel_prev,
                                          float4 *pos_prev, const float4 *force, const uint2 *info, const float4 *shift,
                                          unsigned *stats) {
@@ -275,19 +278,22 @@ extern "C" __global__ void update_kernel(int n, int which, float dt, float4 *pos
         const float d = v4.w, dd = f4.w;
         float3 x1, v1;
         float d1;
+#if SCHEME == 1  // symplectic: predictor and corrector only
         if (which == UPDATE_PREDICTOR) {
             pos_prev[i] = p4;
             vel_prev[i] = v4;
             v1 = fluid ? v + acc * half : v;
             x1 = x + v * half;
             d1 = d + dd * half;
-        } else if (which == UPDATE_CORRECTOR) {
+        } else {  // UPDATE_CORRECTOR
             const float4 x04 = pos_prev[i], v04 = vel_prev[i];
             const float3 x0 = xyz(x04), v0 = xyz(v04);
             v1 = fluid ? v0 + acc * dt : v0;
             x1 = x0 + (v0 + v1) * half;
             d1 = v04.w + dd * dt;
-        } else {
+        }
+#else  // Verlet and its periodic Euler step
+        {
             const float4 vp4 = vel_prev[i];
             const bool verlet = which == UPDATE_VERLET;
             const float3 vb = verlet ? xyz(vp4) : v;
@@ -303,6 +309,7 @@ extern "C" __global__ void update_kernel(int n, int which, float dt, float4 *pos
             }
             d1 = db + dd * k;
         }
+#endif
         if (!fluid) d1 = fmaxf(d1, 0.0f);
 #if SHIFT
         if (fluid && which != UPDATE_PREDICTOR) {

@@ -2,7 +2,7 @@
 
 use crate::buffers::Kind;
 use crate::case::{Aabb, Case, Initial};
-use crate::physics::eos::tait_density;
+use crate::physics::constants::Constants;
 use std::f64::consts::PI;
 
 /// Particles of a freshly filled case, in id order: fluid boxes, then walls, then obstacles.
@@ -64,11 +64,12 @@ fn for_each_point(b: &Aabb, dim: usize, dp: f64, mut f: impl FnMut([f64; 3])) {
 /// Fill every box of the case.
 pub fn fill(case: &Case) -> Filled {
     let mut out = Filled::default();
+    let consts = Constants::of(case);
     let dp = case.dp;
     let dim = case.dim;
     for b in &case.fluid {
         for_each_point(b, dim, dp, |x| {
-            let (v, d) = initial_state(case, b, x);
+            let (v, d) = initial_state(case, &consts, b, x);
             out.push(x, v, d, Kind::Fluid, [0.0; 4]);
         });
     }
@@ -119,7 +120,7 @@ pub fn fill(case: &Case) -> Filled {
     if case.hydrostatic_start {
         let first_boundary = out.fluid_count();
         for i in first_boundary..out.len() {
-            out.rel_density[i] = boundary_hydrostatic(case, out.pos[i]);
+            out.rel_density[i] = boundary_hydrostatic(case, &consts, out.pos[i]);
         }
     }
     out
@@ -137,7 +138,7 @@ fn depth_terms(case: &Case, b: &Aabb, x: [f64; 3]) -> (f64, f64) {
 
 /// A boundary particle under (or beside, within the kernel support) a fluid box starts at
 /// that column's hydrostatic pressure, so the fluid does not sink into the wall at start.
-fn boundary_hydrostatic(case: &Case, x: [f64; 3]) -> f32 {
+fn boundary_hydrostatic(case: &Case, c: &Constants, x: [f64; 3]) -> f32 {
     let g = case.body_force;
     let g2 = g.iter().map(|c| c * c).sum::<f64>();
     let mut p = 0.0f64;
@@ -150,8 +151,7 @@ fn boundary_hydrostatic(case: &Case, x: [f64; 3]) -> f32 {
             p = p.max(case.rho0 * (here - top));
         }
     }
-    let pb = case.background_pressure as f32;
-    tait_density(p as f32 + pb, case.tait_b as f32, case.gamma as f32, pb)
+    c.rel_density(p as f32 + c.pb)
 }
 
 fn face_distance(b: &Aabb, x: [f64; 3], (a, hi): (usize, bool)) -> f64 {
@@ -170,8 +170,7 @@ fn normal_to(p: [f64; 3], q: [f64; 3]) -> [f32; 4] {
 }
 
 /// Initial velocity and relative density of a fluid particle at x in fluid box b.
-fn initial_state(case: &Case, b: &Aabb, x: [f64; 3]) -> ([f64; 3], f32) {
-    let (b_, gamma, pb) = (case.tait_b as f32, case.gamma as f32, case.background_pressure as f32);
+fn initial_state(case: &Case, c: &Constants, b: &Aabb, x: [f64; 3]) -> ([f64; 3], f32) {
     let p_static = if case.hydrostatic_start {
         // Depth below the box's highest point along the body force.
         let (here, top) = depth_terms(case, b, x);
@@ -180,14 +179,14 @@ fn initial_state(case: &Case, b: &Aabb, x: [f64; 3]) -> ([f64; 3], f32) {
         0.0
     };
     match case.initial {
-        Initial::Constant(v) => (v, tait_density(p_static as f32 + pb, b_, gamma, pb)),
+        Initial::Constant(v) => (v, c.rel_density(p_static as f32 + c.pb)),
         Initial::TaylorGreen { u0 } => {
             let l = case.domain.max[0] - case.domain.min[0];
             let k = 2.0 * PI / l;
             let (px, py) = (x[0] - case.domain.min[0], x[1] - case.domain.min[1]);
             let v = [-u0 * (k * px).cos() * (k * py).sin(), u0 * (k * px).sin() * (k * py).cos(), 0.0];
             let p = p_static - case.rho0 * u0 * u0 / 4.0 * ((2.0 * k * px).cos() + (2.0 * k * py).cos());
-            (v, tait_density(p as f32 + pb, b_, gamma, pb))
+            (v, c.rel_density(p as f32 + c.pb))
         }
     }
 }

@@ -1,11 +1,11 @@
 //! The force pass: pressures, then every particle's neighbour loop over the cell stencil.
 
-use crate::Eos;
 use rayon::prelude::*;
 use surge_core::backend::ForceStats;
 use surge_core::buffers::{Kind, ParticleArrays};
 use surge_core::case::Case;
 use surge_core::grid::Grid;
+use surge_core::physics::constants::Constants;
 use surge_core::physics::kernel::SmoothingKernel;
 use surge_core::physics::options::{DiffusionModel, ShiftingModel, ViscosityModel};
 use surge_core::physics::pair::{dispatch, Accum, PairParticle, Physics, WithPhysics};
@@ -64,15 +64,21 @@ pub(crate) fn for_each_neighbour(
 }
 
 struct Pass<'a> {
-    case: &'a Case,
+    consts: &'a Constants,
     grid: &'a Grid,
     cell_start: &'a [u32],
     a: &'a mut ParticleArrays,
 }
 
 /// One force pass over every particle; returns the largest values for the time step.
-pub(crate) fn forces(case: &Case, grid: &Grid, cell_start: &[u32], a: &mut ParticleArrays) -> ForceStats {
-    dispatch(case, Pass { case, grid, cell_start, a })
+pub(crate) fn forces(
+    case: &Case,
+    consts: &Constants,
+    grid: &Grid,
+    cell_start: &[u32],
+    a: &mut ParticleArrays,
+) -> ForceStats {
+    dispatch(case, consts, Pass { consts, grid, cell_start, a })
 }
 
 impl WithPhysics for Pass<'_> {
@@ -82,15 +88,14 @@ impl WithPhysics for Pass<'_> {
         self,
         ph: Physics<K, V, D, S, DIM>,
     ) -> ForceStats {
-        let Pass { case, grid, cell_start, a } = self;
-        let eos = Eos::of(case);
-        let g = V3::from_f64(case.body_force);
+        let Pass { consts: eos, grid, cell_start, a } = self;
+        let g = eos.g;
         a.press.par_iter_mut().zip(a.vel.par_iter()).for_each(|(p, v)| *p = eos.pressure(v[3]));
         let ParticleArrays { pos, vel, cell, info, press, force, wall, shift, .. } = a;
         let (pos, vel, cell, info, press, wall) = (&*pos, &*vel, &*cell, &*info, &*press, &*wall);
         let particle = |j: usize| PairParticle {
             vel: V3::from4(vel[j]),
-            rho: eos.rho0 * (1.0 + vel[j][3]),
+            rho: eos.density(vel[j][3]),
             p: press[j],
             m: pos[j][3],
             wall: if V::MIRROR_WALL { wall[j] } else { [0.0; 4] },

@@ -8,6 +8,7 @@ mod sort;
 mod update;
 
 use rayon::prelude::*;
+use std::sync::Arc;
 use surge_core::backend::{Backend, Failure, ForceStats, Snapshot, Update, UpdateStats};
 use surge_core::buffers::{self, BufferSet, Kind, ParticleArrays, ParticleState};
 use surge_core::case::{Case, Shifting};
@@ -15,12 +16,15 @@ use surge_core::config::KernelKind;
 use surge_core::gauge::{self, Interpolate};
 use surge_core::geometry::Filled;
 use surge_core::grid::Grid;
-use surge_core::physics::eos::tait_pressure;
+use surge_core::physics::constants::Constants;
 use surge_core::physics::kernel::{CubicSpline, SmoothingKernel, WendlandC2};
 
 /// Particles of one device on CPU cores.
 pub struct CpuBackend {
-    case: Case,
+    /// Shared so gauge evaluation can hold it while it borrows the backend.
+    case: Arc<Case>,
+    /// The case's constants, as the loops use them.
+    consts: Constants,
     grid: Grid,
     /// Particle buffers, sorted by cell key after each rebuild.
     a: ParticleArrays,
@@ -33,30 +37,6 @@ pub struct CpuBackend {
     threads: usize,
     /// The buffers allocated for this case.
     buffers: BufferSet,
-}
-
-/// Equation-of-state constants as float32, as the loops use them.
-#[derive(Clone, Copy)]
-pub(crate) struct Eos {
-    pub b: f32,
-    pub gamma: f32,
-    pub pb: f32,
-    pub rho0: f32,
-}
-
-impl Eos {
-    fn of(case: &Case) -> Eos {
-        Eos {
-            b: case.tait_b as f32,
-            gamma: case.gamma as f32,
-            pb: case.background_pressure as f32,
-            rho0: case.rho0 as f32,
-        }
-    }
-    #[inline(always)]
-    pub fn pressure(&self, d: f32) -> f32 {
-        tait_pressure(d, self.b, self.gamma, self.pb)
-    }
 }
 
 impl CpuBackend {
@@ -86,7 +66,9 @@ impl CpuBackend {
         }
         let scratch = ParticleArrays::with_buffers(n, buffers.and(BufferSet::conserved()));
         let cell_start = vec![0; 2 * grid.cell_count() + 1];
-        let mut be = CpuBackend { case: case.clone(), grid, a, scratch, cell_start, pool, threads, buffers };
+        let consts = Constants::of(case);
+        let mut be =
+            CpuBackend { case: Arc::new(case.clone()), consts, grid, a, scratch, cell_start, pool, threads, buffers };
         be.rebuild().map_err(|f| f.to_string())?;
         Ok(be)
     }
@@ -151,36 +133,31 @@ impl Backend for CpuBackend {
     }
 
     fn forces(&mut self) -> Result<ForceStats, Failure> {
-        let CpuBackend { case, grid, a, cell_start, pool, .. } = self;
-        Ok(pool.install(|| forces::forces(case, grid, cell_start, a)))
+        let CpuBackend { case, consts, grid, a, cell_start, pool, .. } = self;
+        Ok(pool.install(|| forces::forces(case, consts, grid, cell_start, a)))
     }
 
     fn update(&mut self, which: Update, dt: f64) -> Result<UpdateStats, Failure> {
-        let CpuBackend { case, grid, a, pool, .. } = self;
-        let shift = match case.shifting {
-            Shifting::None => None,
-            Shifting::Lind { coefficient, surface_threshold } => {
-                Some(((coefficient * case.h) as f32, surface_threshold as f32))
-            }
-        };
+        let CpuBackend { case, consts, grid, a, pool, .. } = self;
+        let shift = (case.shifting != Shifting::None).then_some((consts.shift_ah, consts.shift_threshold));
         pool.install(|| update::update(grid, a, which, dt, shift)).map_err(Failure::Particle)
     }
 
     fn snapshot(&mut self, out: &mut Snapshot) -> Result<(), Failure> {
-        let eos = Eos::of(&self.case);
+        let c = &self.consts;
         let a = &self.a;
         let n = a.len();
         out.id = a.info.iter().map(|i| i[0]).collect();
         out.kind = a.info.iter().map(|i| i[1] as u8).collect();
         out.pos = (0..n).map(|i| self.grid.absolute(a.cell[i], a.pos[i])).collect();
         out.vel = a.vel.iter().map(|v| [v[0], v[1], v[2]]).collect();
-        out.rho = a.vel.iter().map(|v| eos.rho0 * (1.0 + v[3])).collect();
-        out.p = a.vel.iter().map(|v| eos.pressure(v[3])).collect();
+        out.rho = a.vel.iter().map(|v| c.density(v[3])).collect();
+        out.p = a.vel.iter().map(|v| c.pressure(v[3])).collect();
         Ok(())
     }
 
     fn gauges(&mut self, out: &mut Vec<f64>) -> Result<(), Failure> {
-        let case = self.case.clone();
+        let case = Arc::clone(&self.case);
         gauge::evaluate(&case, self, out).map_err(Failure::Device)
     }
 
@@ -241,7 +218,7 @@ impl Interpolate for CpuBackend {
 
 impl CpuBackend {
     fn sums_with<K: SmoothingKernel>(&self, k: K, x: [f64; 3]) -> (f64, f64) {
-        let eos = Eos::of(&self.case);
+        let consts = &self.consts;
         let (c, off) = self.grid.locate(x);
         let (mut w_sum, mut pw_sum) = (0.0f64, 0.0f64);
         let support2 = self.grid.support * self.grid.support;
@@ -258,10 +235,10 @@ impl CpuBackend {
                     continue;
                 }
                 let dj = self.a.vel[j][3];
-                let vol = self.a.pos[j][3] as f64 / (eos.rho0 as f64 * (1.0 + dj as f64));
+                let vol = self.a.pos[j][3] as f64 / (consts.rho0 as f64 * (1.0 + dj as f64));
                 let w = k.w(r2.sqrt() as f32) as f64 * vol;
                 w_sum += w;
-                pw_sum += w * eos.pressure(dj) as f64;
+                pw_sum += w * consts.pressure(dj) as f64;
             }
         }
         (w_sum, pw_sum)

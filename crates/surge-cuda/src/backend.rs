@@ -11,7 +11,7 @@ use surge_core::case::{Case, Gauge};
 use surge_core::gauge::{self, Interpolate};
 use surge_core::geometry::Filled;
 use surge_core::grid::Grid;
-use surge_core::physics::eos::tait_pressure;
+use surge_core::physics::constants::Constants;
 
 /// The GPU's skin as a fraction of the kernel support: a rebuild costs less than a force
 /// pass there, so the cells are tighter than on the CPU (fewer candidate neighbours).
@@ -68,7 +68,8 @@ struct ScanLevel {
 /// Particles of one device on one GPU. Device buffers hold raw 32-bit words (float4 as four
 /// words), so the force buffer serves as the target of every gather of the sort.
 pub struct CudaBackend {
-    case: Case,
+    /// Shared so gauge evaluation can hold it while it borrows the backend.
+    case: Arc<Case>,
     grid: Grid,
     name: String,
     compile_note: String,
@@ -269,7 +270,7 @@ impl CudaBackend {
             gauge_off: zeros(4 * max_points, "gauge points")?,
             gauge_out: stream.alloc_zeros::<f64>(2 * max_points).map_err(|e| fail("allocating gauge sums", e))?,
             front_out: stream.alloc_zeros::<u64>(1).map_err(|e| fail("allocating the front", e))?,
-            case: case.clone(),
+            case: Arc::new(case.clone()),
             grid,
             stream,
             k,
@@ -499,18 +500,13 @@ impl CudaBackend {
         let vel: &[[f32; 4]] = bytemuck::cast_slice(self.host_vel.as_slice().map_err(|e| fail(what, e))?);
         let cell: &[[i32; 4]] = bytemuck::cast_slice(self.host_cell.as_slice().map_err(|e| fail(what, e))?);
         let info: &[[u32; 2]] = bytemuck::cast_slice(self.host_info.as_slice().map_err(|e| fail(what, e))?);
-        let (b, gamma, pb, rho0) = (
-            self.case.tait_b as f32,
-            self.case.gamma as f32,
-            self.case.background_pressure as f32,
-            self.case.rho0 as f32,
-        );
+        let c = Constants::of(&self.case);
         out.id = info.iter().map(|i| i[0]).collect();
         out.kind = info.iter().map(|i| i[1] as u8).collect();
         out.pos = cell.iter().zip(pos).map(|(c, p)| self.grid.absolute(*c, *p)).collect();
         out.vel = vel.iter().map(|v| [v[0], v[1], v[2]]).collect();
-        out.rho = vel.iter().map(|v| rho0 * (1.0 + v[3])).collect();
-        out.p = vel.iter().map(|v| tait_pressure(v[3], b, gamma, pb)).collect();
+        out.rho = vel.iter().map(|v| c.density(v[3])).collect();
+        out.p = vel.iter().map(|v| c.pressure(v[3])).collect();
         Ok(())
     }
 
@@ -595,7 +591,7 @@ impl Backend for CudaBackend {
         Ok(self.try_snapshot(out)?)
     }
     fn gauges(&mut self, out: &mut Vec<f64>) -> Result<(), Failure> {
-        let case = self.case.clone();
+        let case = Arc::clone(&self.case);
         Ok(gauge::evaluate(&case, self, out)?)
     }
     fn export_state(&mut self, out: &mut ParticleState) -> Result<(), Failure> {

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use surge_core::case::{Diffusion, Shifting, Viscosity};
 use surge_core::config::{KernelKind, Scheme};
 use surge_core::grid::Grid;
-use surge_core::physics::kernel::{CubicSpline, SmoothingKernel, WendlandC2};
+use surge_core::physics::constants::Constants;
 use surge_core::Case;
 
 /// The kernel sources, embedded in the binary: (include name, text).
@@ -59,72 +59,55 @@ fn lit(x: f32) -> String {
     format!("{x:e}f")
 }
 
-/// The `-D` defines of a case on a grid. Constants are computed exactly as
-/// `surge_core::physics::pair::dispatch` computes them for the CPU.
+/// The `-D` defines of a case on a grid: option switches, and the case's [`Constants`] (the
+/// values the CPU uses) as float literals.
 pub fn defines(case: &Case, grid: &Grid) -> BTreeMap<&'static str, String> {
     let mut d = BTreeMap::new();
-    let h = case.h as f32;
-    let (inv_h, a_w, a_f) = match case.kernel {
-        KernelKind::WendlandC2 => {
-            d.insert("KERNEL", "1".into());
-            let c = WendlandC2::new(case.h, case.dim).constants();
-            (c[0], c[1], c[2])
-        }
-        KernelKind::CubicSpline => {
-            d.insert("KERNEL", "2".into());
-            let c = CubicSpline::new(case.h, case.dim).constants();
-            (c[0], c[1], c[2])
-        }
+    let c = Constants::of(case);
+    let kernel = match case.kernel {
+        KernelKind::WendlandC2 => "1",
+        KernelKind::CubicSpline => "2",
     };
+    d.insert("KERNEL", kernel.into());
     d.insert("DIM", case.dim.to_string());
-    d.insert("H", lit(h));
-    d.insert("INV_H", lit(inv_h));
-    d.insert("A_W", lit(a_w));
-    d.insert("A_F", lit(a_f));
-    d.insert("SUPPORT2", lit(4.0 * h * h));
-    d.insert("ETA2", lit(0.01 * h * h));
-    d.insert("C0", lit(case.c0 as f32));
-    d.insert("RHO0", lit(case.rho0 as f32));
-    d.insert("INV_RHO0", lit(1.0 / case.rho0 as f32));
-    d.insert("TAIT_B", lit(case.tait_b as f32));
-    d.insert("INV_B", lit((1.0 / case.tait_b) as f32));
-    d.insert("GAMMA", lit(case.gamma as f32));
-    d.insert("INV_GAMMA", lit((1.0 / case.gamma) as f32));
-    d.insert("GAMMA_IS_7", u8::from(case.gamma == 7.0).to_string());
-    d.insert("PB", lit(case.background_pressure as f32));
-    for (k, v) in ["GX", "GY", "GZ"].iter().zip(case.body_force) {
-        d.insert(k, lit(v as f32));
+    d.insert("H", lit(c.h));
+    d.insert("INV_H", lit(c.kernel[0]));
+    d.insert("A_W", lit(c.kernel[1]));
+    d.insert("A_F", lit(c.kernel[2]));
+    d.insert("SUPPORT2", lit(c.support2));
+    d.insert("ETA2", lit(c.eta2));
+    d.insert("C0", lit(c.c0));
+    d.insert("RHO0", lit(c.rho0));
+    d.insert("INV_RHO0", lit(1.0 / c.rho0));
+    d.insert("TAIT_B", lit(c.tait_b));
+    d.insert("INV_B", lit(c.inv_b));
+    d.insert("GAMMA", lit(c.gamma));
+    d.insert("INV_GAMMA", lit(c.inv_gamma));
+    d.insert("GAMMA_IS_7", u8::from(c.gamma == 7.0).to_string());
+    d.insert("PB", lit(c.pb));
+    for (k, v) in ["GX", "GY", "GZ"].iter().zip([c.g.x, c.g.y, c.g.z]) {
+        d.insert(k, lit(v));
     }
     match case.viscosity {
-        Viscosity::Artificial { alpha } => {
+        Viscosity::Artificial { .. } => {
             d.insert("VISC", "1".into());
-            d.insert("ALPHA", lit(alpha as f32));
+            d.insert("ALPHA", lit(c.alpha));
         }
-        Viscosity::Laminar { nu } => {
+        Viscosity::Laminar { .. } => {
             d.insert("VISC", "2".into());
-            d.insert("NU", lit(nu as f32));
+            d.insert("NU", lit(c.nu));
         }
     }
-    let dhc = |delta: f64| lit((delta * case.h * case.c0) as f32);
-    match case.diffusion {
-        Diffusion::None => d.insert("DIFF", "0".into()),
-        Diffusion::MolteniColagrossi { delta } => {
-            d.insert("DELTA_H_C0", dhc(delta));
-            d.insert("DIFF", "1".into())
-        }
-        Diffusion::Fourtakas { delta } => {
-            d.insert("DELTA_H_C0", dhc(delta));
-            d.insert("DIFF", "2".into())
-        }
+    let diff = match case.diffusion {
+        Diffusion::None => "0",
+        Diffusion::MolteniColagrossi { .. } => "1",
+        Diffusion::Fourtakas { .. } => "2",
     };
-    match case.shifting {
-        Shifting::None => d.insert("SHIFT", "0".into()),
-        Shifting::Lind { coefficient, surface_threshold } => {
-            d.insert("SHIFT_AH", lit((coefficient * case.h) as f32));
-            d.insert("SHIFT_THRESHOLD", lit(surface_threshold as f32));
-            d.insert("SHIFT", "1".into())
-        }
-    };
+    d.insert("DIFF", diff.into());
+    d.insert("DELTA_H_C0", lit(c.delta_h_c0));
+    d.insert("SHIFT", u8::from(case.shifting != Shifting::None).to_string());
+    d.insert("SHIFT_AH", lit(c.shift_ah));
+    d.insert("SHIFT_THRESHOLD", lit(c.shift_threshold));
     d.insert("SCHEME", if case.scheme == Scheme::Symplectic { "1" } else { "2" }.into());
     for a in 0..3 {
         d.insert(["CSX", "CSY", "CSZ"][a], lit(grid.cell[a] as f32));

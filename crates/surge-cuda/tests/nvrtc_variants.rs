@@ -1,5 +1,6 @@
 //! Every specialisation of the kernels compiles with NVRTC (no GPU needed): 2 kernels ×
-//! 2 viscosities × 3 density diffusions × 2 shiftings × 2 dimensions × (gamma 7 or not).
+//! 2 viscosities × 3 density diffusions × 2 shiftings × 2 dimensions × (gamma 7 or not) ×
+//! 2 time schemes.
 //! NVRTC must be present where `CI` or `SURGE_REQUIRE_NVRTC` is set (CI installs the
 //! nvidia-cuda-nvrtc wheel); elsewhere the test says it skipped.
 
@@ -60,8 +61,11 @@ fn every_kernel_specialisation_compiles() {
                     [r#"{kind="none"}"#, r#"{kind="molteni_colagrossi",delta=0.1}"#, r#"{kind="fourtakas",delta=0.1}"#]
                 {
                     for shift in [r#"{kind="none"}"#, r#"{kind="lind"}"#] {
-                        for gamma in ["7.0", "3.0"] {
+                        for (gamma, scheme) in
+                            [("7.0", "symplectic"), ("3.0", "symplectic"), ("7.0", "verlet"), ("3.0", "verlet")]
+                        {
                             let o: Vec<String> = [
+                                format!("time.scheme=\"{scheme}\""),
                                 format!("physics.kernel=\"{kernel}\""),
                                 format!("physics.viscosity={visc}"),
                                 format!("physics.density_diffusion={diff}"),
@@ -86,5 +90,5 @@ fn every_kernel_specialisation_compiles() {
     }
     let _ = std::fs::remove_dir_all(&cache);
     println!("{count} specialisations compiled in {:.1} s", t0.elapsed().as_secs_f64());
-    assert_eq!(count, 96);
+    assert_eq!(count, 192);
 }

@@ -30,6 +30,7 @@ use serde::{Deserialize, Serialize};
 use surge_core::backend::Snapshot;
 use surge_core::buffers::{BufferId, BufferSet, ParticleState};
 use surge_core::grid::Grid;
+use surge_core::physics::constants::Constants;
 use surge_core::physics::eos::tait_pressure;
 use surge_core::Case;
 
@@ -156,12 +157,8 @@ pub struct EosInfo {
 impl EosInfo {
     /// The constants of a case.
     pub fn of(case: &Case) -> EosInfo {
-        EosInfo {
-            rho0: case.rho0 as f32,
-            b: case.tait_b as f32,
-            gamma: case.gamma as f32,
-            background_pressure: case.background_pressure as f32,
-        }
+        let c = Constants::of(case);
+        EosInfo { rho0: c.rho0, b: c.tait_b, gamma: c.gamma, background_pressure: c.pb }
     }
 }
 

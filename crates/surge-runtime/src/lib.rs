@@ -15,20 +15,16 @@ pub use device::{cuda_unavailable, load, BackendChoice, Chosen, DeviceRequest};
 pub use run::{default_out_dir, run, Observer, Progress, RunError, RunOptions};
 pub use simulation::{Simulation, StageTimes, StepError, StepState};
 
-use surge_core::backend::Backend;
 use surge_core::geometry::fill;
 use surge_core::Case;
-use surge_cpu::CpuBackend;
 
 /// Fill a case and load it on a CPU backend with `threads` threads (0: all cores).
 pub fn cpu_simulation(case: &Case, threads: usize) -> Result<Simulation, String> {
-    let filled = fill(case);
-    let backend: Box<dyn Backend> = Box::new(CpuBackend::new(case, &filled, threads)?);
-    Simulation::new(case.clone(), backend)
+    simulation(case, DeviceRequest { backend: BackendChoice::Cpu, threads, gpu: 0 }).map(|(s, _)| s)
 }
 
 /// Fill a case and load it on the requested backend.
 pub fn simulation(case: &Case, req: DeviceRequest) -> Result<(Simulation, String), String> {
     let chosen = load(case, &fill(case), req)?;
-    Ok((Simulation::new(case.clone(), chosen.backend)?, chosen.note))
+    Ok((Simulation::new(case.clone(), chosen.backend), chosen.note))
 }

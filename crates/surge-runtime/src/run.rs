@@ -193,7 +193,7 @@ pub fn run(
         end_time: case.end_time,
         ..Summary::default()
     };
-    let mut sim = Simulation::new(case.clone(), backend).map_err(|e| (RunError::Worker(e), None))?;
+    let mut sim = Simulation::new(case.clone(), backend);
     let mut start = Start::default();
     if let Some(r) = restart {
         let h = &r.checkpoint.header;

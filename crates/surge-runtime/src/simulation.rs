@@ -93,9 +93,9 @@ pub struct Simulation {
 
 impl Simulation {
     /// Start at t = 0 with a backend that holds the filled (and sorted) particles.
-    pub fn new(case: Case, backend: Box<dyn Backend>) -> Result<Simulation, String> {
+    pub fn new(case: Case, backend: Box<dyn Backend>) -> Simulation {
         let half_skin = 0.5 * backend.skin();
-        Ok(Simulation {
+        Simulation {
             times: StageTimes::default(),
             case,
             backend,
@@ -106,7 +106,7 @@ impl Simulation {
             drift: 0.0,
             last_disp: 0.0,
             rebuilds: 0,
-        })
+        }
     }
 
     /// Time spent in each stage so far.

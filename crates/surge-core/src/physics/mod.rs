@@ -1,6 +1,7 @@
 //! Physics formulas as plain functions over scalars: no loops, no threads, no devices.
 //! Each has a CUDA twin of the same name and argument order in `kernels/physics/`.
 
+pub mod constants;
 pub mod diffusion;
 pub mod dt;
 pub mod eos;

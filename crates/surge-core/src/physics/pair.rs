@@ -1,6 +1,7 @@
 //! The body of the neighbour loop: what one neighbour j adds to particle i. Backends own the
 //! loop (which cells, which order, which threads); this is the physics inside it.
 
+use super::constants::Constants;
 use super::kernel::{CubicSpline, SmoothingKernel, WendlandC2};
 use super::options::*;
 use super::viscosity::morris_wall_factor;
@@ -114,70 +115,76 @@ pub trait WithPhysics {
     ) -> Self::Output;
 }
 
-/// The one runtime match: build the case's [`Physics`] and hand it to `f`.
-pub fn dispatch<F: WithPhysics>(case: &Case, f: F) -> F::Output {
+/// The one runtime match: build the case's [`Physics`] from its constants (`c`, from
+/// [`Constants::of`] of the same case) and hand it to `f`.
+pub fn dispatch<F: WithPhysics>(case: &Case, c: &Constants, f: F) -> F::Output {
     match case.kernel {
-        KernelKind::WendlandC2 => dispatch_k::<WendlandC2, F>(case, f),
-        KernelKind::CubicSpline => dispatch_k::<CubicSpline, F>(case, f),
+        KernelKind::WendlandC2 => dispatch_k(case, c, WendlandC2::new(case.h, case.dim), f),
+        KernelKind::CubicSpline => dispatch_k(case, c, CubicSpline::new(case.h, case.dim), f),
     }
 }
 
-fn dispatch_k<K: SmoothingKernel, F: WithPhysics>(case: &Case, f: F) -> F::Output {
-    let h = case.h as f32;
-    let eta2 = 0.01 * h * h;
+fn dispatch_k<K: SmoothingKernel, F: WithPhysics>(case: &Case, c: &Constants, kernel: K, f: F) -> F::Output {
     match case.viscosity {
-        Viscosity::Artificial { alpha } => {
-            dispatch_v::<K, _, F>(case, Artificial { alpha: alpha as f32, h, c0: case.c0 as f32, eta2 }, f)
+        Viscosity::Artificial { .. } => {
+            let visc = Artificial { alpha: c.alpha, h: c.h, c0: c.c0, eta2: c.eta2 };
+            dispatch_v(case, c, kernel, visc, f)
         }
-        Viscosity::Laminar { nu } => dispatch_v::<K, _, F>(case, Laminar { nu: nu as f32, eta2 }, f),
+        Viscosity::Laminar { .. } => dispatch_v(case, c, kernel, Laminar { nu: c.nu, eta2: c.eta2 }, f),
     }
 }
 
-fn dispatch_v<K: SmoothingKernel, V: ViscosityModel, F: WithPhysics>(case: &Case, visc: V, f: F) -> F::Output {
-    let h = case.h as f32;
-    let eta2 = 0.01 * h * h;
-    let dhc = |delta: f64| (delta * case.h * case.c0) as f32;
+fn dispatch_v<K: SmoothingKernel, V: ViscosityModel, F: WithPhysics>(
+    case: &Case,
+    c: &Constants,
+    kernel: K,
+    visc: V,
+    f: F,
+) -> F::Output {
     match case.diffusion {
-        Diffusion::None => dispatch_d::<K, V, _, F>(case, visc, NoDiffusion, f),
-        Diffusion::MolteniColagrossi { delta } => {
-            dispatch_d::<K, V, _, F>(case, visc, MolteniColagrossi { delta_h_c0: dhc(delta), eta2 }, f)
+        Diffusion::None => dispatch_d(case, c, kernel, visc, NoDiffusion, f),
+        Diffusion::MolteniColagrossi { .. } => {
+            let diff = MolteniColagrossi { delta_h_c0: c.delta_h_c0, eta2: c.eta2 };
+            dispatch_d(case, c, kernel, visc, diff, f)
         }
-        Diffusion::Fourtakas { delta } => {
-            let d = Fourtakas {
-                delta_h_c0: dhc(delta),
-                eta2,
-                rho0: case.rho0 as f32,
-                g: V3::from_f64(case.body_force),
-                inv_b: (1.0 / case.tait_b) as f32,
-                inv_gamma: (1.0 / case.gamma) as f32,
+        Diffusion::Fourtakas { .. } => {
+            let diff = Fourtakas {
+                delta_h_c0: c.delta_h_c0,
+                eta2: c.eta2,
+                rho0: c.rho0,
+                g: c.g,
+                inv_b: c.inv_b,
+                inv_gamma: c.inv_gamma,
             };
-            dispatch_d::<K, V, _, F>(case, visc, d, f)
+            dispatch_d(case, c, kernel, visc, diff, f)
         }
     }
 }
 
 fn dispatch_d<K: SmoothingKernel, V: ViscosityModel, D: DiffusionModel, F: WithPhysics>(
     case: &Case,
+    c: &Constants,
+    kernel: K,
     visc: V,
     diff: D,
     f: F,
 ) -> F::Output {
     match case.shifting {
-        Shifting::None => dispatch_s::<K, V, D, _, F>(case, visc, diff, NoShifting, f),
-        Shifting::Lind { .. } => dispatch_s::<K, V, D, _, F>(case, visc, diff, LindShifting, f),
+        Shifting::None => dispatch_s(case, c, kernel, visc, diff, NoShifting, f),
+        Shifting::Lind { .. } => dispatch_s(case, c, kernel, visc, diff, LindShifting, f),
     }
 }
 
 fn dispatch_s<K: SmoothingKernel, V: ViscosityModel, D: DiffusionModel, S: ShiftingModel, F: WithPhysics>(
     case: &Case,
+    c: &Constants,
+    kernel: K,
     visc: V,
     diff: D,
     shift: S,
     f: F,
 ) -> F::Output {
-    let h = case.h as f32;
-    let kernel = K::new(case.h, case.dim);
-    let (support2, eta2) = (4.0 * h * h, 0.01 * h * h);
+    let (h, support2, eta2) = (c.h, c.support2, c.eta2);
     if case.dim == 2 {
         f.call(Physics::<K, V, D, S, 2> { kernel, visc, diff, h, support2, eta2, shift })
     } else {
