@@ -2,6 +2,9 @@
 //! the step plan over this trait and never knows which device it drives.
 
 use crate::buffers::ParticleState;
+use crate::decomp::{Side, SliceMap};
+use crate::gauge::Interpolate;
+use crate::grid::Grid;
 
 /// Largest values found by a force pass, for the time step.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -105,43 +108,96 @@ impl Snapshot {
     }
 }
 
+/// Which owned particles a force call computes: the two parts of a force pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    /// The edges: the owned particles of the `halo` layers next to each neighbour, whose
+    /// forces the neighbour needs for its copies. Empty on a device without neighbours.
+    Edges,
+    /// Every other owned particle.
+    Inner,
+}
+
 /// A device that runs the stages of a step on the particles it holds.
-pub trait Backend: Send {
+///
+/// A device holds the particles of its slice (owned) and copies of the `halo` layers of its
+/// neighbours' slices beside it ([`SliceMap`]). After a rebuild its arrays read
+/// `copies from the left | owned | copies from the right`, each block sorted by cell, kind
+/// and id, so the order, and with it every sum, is the same whatever the decomposition.
+/// The copies are updated like owned particles with forces their owner computed
+/// ([`Backend::edge_forces`] → [`Backend::set_copy_forces`]), so they stay identical to
+/// the originals between rebuilds.
+///
+/// One step of a device: [`Backend::forces`] for [`Part::Edges`], the edge forces out to
+/// the neighbours, [`Backend::forces`] for [`Part::Inner`] (which may run on while the
+/// host exchanges), the neighbours' forces into the copies, [`Backend::force_stats`],
+/// [`Backend::update`]. A rebuild is [`Backend::rebuild_begin`], the particles out to the
+/// neighbours and theirs in, [`Backend::rebuild_end`]. A device alone does the same with
+/// nothing to send.
+pub trait Backend: Interpolate + Send {
     /// Human-readable name, e.g. `cpu (2 threads)`.
     fn name(&self) -> String;
-    /// Number of particles held.
+    /// Number of particles owned (copies not counted).
     fn len(&self) -> usize;
-    /// True when no particle is held.
+    /// True when no particle is owned.
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
     /// Device memory per particle (all buffers).
     fn bytes_per_particle(&self) -> usize;
+    /// The whole grid (no window) this backend keys particles on: its cell size, stencil
+    /// reach (the halo width) and split axis.
+    fn grid(&self) -> &Grid;
     /// The skin of the backend's grid (cell size minus kernel support, in metres): the
     /// runtime rebuilds before any particle may have moved half of it.
-    fn skin(&self) -> f64;
-    /// Re-key every particle to the cell that holds it, sort by key, rebuild cell ranges.
-    /// Fails with the lowest-id particle that left the domain or is not finite.
-    fn rebuild(&mut self) -> Result<(), Failure>;
-    /// One force pass: accelerations and density rates of every particle.
-    fn forces(&mut self) -> Result<ForceStats, Failure>;
-    /// Apply an update with time step dt. Fails with the lowest-id particle whose new state
-    /// is not finite.
+    fn skin(&self) -> f64 {
+        self.grid().skin
+    }
+    /// First half of a rebuild under the slice map `map` (which may differ from the last
+    /// one: the load balancer moved a boundary) as device `me`: drop the copies; re-key every
+    /// owned particle to the cell that holds it (only when `rekey`; a restart keeps the
+    /// stored cells); put into `out[side]` every owned particle that lies in the window of
+    /// the neighbour on that side (its edge copies and the particles that now belong to it),
+    /// and keep those of the own slice. Fails with the lowest-id owned particle that left
+    /// the domain or is not finite.
+    fn rebuild_begin(
+        &mut self,
+        map: &SliceMap,
+        me: usize,
+        rekey: bool,
+        out: &mut [ParticleState; 2],
+    ) -> Result<(), Failure>;
+    /// Second half of a rebuild: take the neighbours' particles (`incoming[side]`, in any
+    /// order), sort everything by cell, kind and id, and rebuild the cell table and the
+    /// blocks (copies, edges, inner).
+    fn rebuild_end(&mut self, incoming: [ParticleState; 2]) -> Result<(), Failure>;
+    /// Forces (accelerations, density rates, shifting sums) of one part of the owned
+    /// particles. `Part::Edges` starts a force pass (its pressures, its largest values); the
+    /// call may return before the device is done (read [`Backend::force_stats`]).
+    fn forces(&mut self, part: Part) -> Result<(), Failure>;
+    /// Wait for the force pass and return its largest values (owned particles only).
+    fn force_stats(&mut self) -> Result<ForceStats, Failure>;
+    /// The force values of the edge on `side` (waits for the edge part): per particle, in
+    /// storage order, the `Force` value, then the `Shift` value when shifting is on. The
+    /// neighbour's copies of that edge are the same particles in the same order.
+    fn edge_forces(&mut self, side: Side, out: &mut Vec<[f32; 4]>) -> Result<(), Failure>;
+    /// Set the force values of the copies from the neighbour on `side` (as
+    /// [`Backend::edge_forces`] gave them there). Fails when the length does not match.
+    fn set_copy_forces(&mut self, side: Side, values: &[[f32; 4]]) -> Result<(), Failure>;
+    /// Apply an update with time step dt to every particle held, copies included. Fails
+    /// with the lowest-id particle whose new state is not finite.
     fn update(&mut self, which: Update, dt: f64) -> Result<UpdateStats, Failure>;
-    /// Copy the particles to the host.
+    /// Copy the owned particles to the host.
     fn snapshot(&mut self, out: &mut Snapshot) -> Result<(), Failure>;
-    /// Evaluate the case's gauges into `out` (one value per gauge, in order).
-    fn gauges(&mut self, out: &mut Vec<f64>) -> Result<(), Failure>;
-    /// Copy the conserved particle state to the host for a checkpoint, in storage order
-    /// (sorted by the cell keys of the last rebuild; see [`ParticleState`]), and say which
-    /// grid its cells refer to ([`ParticleState::set_grid`]: a checkpoint is refused
-    /// without it). Postcondition: [`Backend::import_state`] of `out`, on any backend of the
-    /// same case with the same grid, continues bitwise as this one would.
+    /// Copy the conserved state of the owned particles to the host for a checkpoint, in
+    /// storage order (sorted by the cells of the last rebuild, kind and id; see
+    /// [`ParticleState`]), on the whole grid ([`ParticleState::set_grid`] of
+    /// [`Backend::grid`]: a checkpoint is refused without it).
     fn export_state(&mut self, out: &mut ParticleState) -> Result<(), Failure>;
-    /// Replace every particle with `state`. A state keyed on another grid is first
-    /// re-located onto this backend's ([`ParticleState::relocate`]); then it must pass
-    /// [`ParticleState::validate`]. The cells are kept, not re-keyed: the particles are
-    /// sorted stably by their cell's key (a state in storage order keeps its order) and the
-    /// cell table is rebuilt from them. Fails when the state lacks a buffer the case needs.
+    /// Replace every particle with `state` as owned particles: the state must be keyed on
+    /// this backend's grid ([`ParticleState::relocate`] first) and lie in the device's
+    /// slice. The cells are kept, not re-keyed; a rebuild with `rekey = false` follows,
+    /// which sorts them and brings the copies, so a restart continues bitwise. Fails when
+    /// the state lacks a buffer the case needs or has a cell outside the grid.
     fn import_state(&mut self, state: ParticleState) -> Result<(), String>;
 }

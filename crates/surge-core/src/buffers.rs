@@ -85,6 +85,25 @@ macro_rules! buffers {
                 $( self.$field.clear();
                 if set.contains(BufferId::$variant) { self.$field.extend_from_slice(&src.$field); } )*
             }
+            /// Make the buffers of `set` copies of the particles `range` of `src`, reusing this
+            /// set's allocations; the other buffers are emptied.
+            pub fn copy_range_from(&mut self, src: &Self, set: BufferSet, range: std::ops::Range<usize>) {
+                $( self.$field.clear();
+                if set.contains(BufferId::$variant) { self.$field.extend_from_slice(&src.$field[range.clone()]); } )*
+            }
+            /// New arrays holding, for the buffers of `set`, the particles `idx` of this one
+            /// in that order; the other buffers are empty.
+            pub fn gather(&self, idx: &[u32], set: BufferSet) -> Self {
+                let mut out = Self::default();
+                $( if set.contains(BufferId::$variant) {
+                    out.$field = idx.iter().map(|&i| self.$field[i as usize]).collect();
+                } )*
+                out
+            }
+            /// Resize the buffers of `set` to n particles (new elements zeroed).
+            pub fn resize(&mut self, n: usize, set: BufferSet) {
+                $( if set.contains(BufferId::$variant) { self.$field.resize(n, <$ty>::zeroed()); } )*
+            }
             /// Move the buffers of `set` out of `src` (left empty there) into this set.
             pub fn take_from(&mut self, src: &mut Self, set: BufferSet) {
                 $( if set.contains(BufferId::$variant) { self.$field = std::mem::take(&mut src.$field); } )*
@@ -220,6 +239,30 @@ impl ParticleState {
         self.buffers = set.and(BufferSet::conserved());
         self.arrays.copy_from(src, self.buffers);
     }
+    /// Copy the conserved buffers of `set` of the particles `range` of a device's arrays.
+    pub fn copy_range_from(&mut self, src: &ParticleArrays, set: BufferSet, range: std::ops::Range<usize>) {
+        self.buffers = set.and(BufferSet::conserved());
+        self.arrays.copy_range_from(src, self.buffers, range);
+    }
+    /// The particles `idx` of a device's arrays (conserved buffers of `set`), on `grid`.
+    pub fn gather(src: &ParticleArrays, idx: &[u32], set: BufferSet, grid: &Grid) -> Self {
+        let buffers = set.and(BufferSet::conserved());
+        ParticleState { buffers, arrays: src.gather(idx, buffers), grid: Some(grid.clone()) }
+    }
+    /// No particle, with the conserved buffers of `set`, on `grid`.
+    pub fn empty(set: BufferSet, grid: &Grid) -> Self {
+        ParticleState { buffers: set.and(BufferSet::conserved()), arrays: ParticleArrays::default(), grid: Some(grid.clone()) }
+    }
+    /// Split into parts by `part(index) -> part number` (< parts), keeping the order.
+    pub fn split(&self, parts: usize, part: impl Fn(usize) -> usize) -> Vec<ParticleState> {
+        let mut idx = vec![Vec::new(); parts];
+        for i in 0..self.len() {
+            idx[part(i)].push(i as u32);
+        }
+        idx.iter()
+            .map(|ix| ParticleState { buffers: self.buffers, arrays: self.arrays.gather(ix, self.buffers), grid: self.grid.clone() })
+            .collect()
+    }
     /// Say which grid the cells refer to: every exporter must (see [`Self::grid`]).
     pub fn set_grid(&mut self, grid: &Grid) {
         self.grid = Some(grid.clone());
@@ -310,10 +353,15 @@ impl ParticleState {
         Ok(())
     }
 
-    /// Check what a backend relies on before it takes the state: every held buffer has one
-    /// element per particle, ids are exactly 0..n, kinds are known and cells lie in `grid`.
-    /// A state that passes cannot make a backend index out of bounds.
+    /// Check a whole state (every particle of a case) before it is split between devices:
+    /// every held buffer has one element per particle, ids are exactly 0..n, kinds are known
+    /// and cells lie in `grid`. A state that passes cannot make a backend index out of bounds.
     pub fn validate(&self, grid: &Grid) -> Result<(), String> {
+        self.validate_part(grid, self.len())
+    }
+
+    /// [`Self::validate`] for a device's part of a state: ids below `ids`, each once.
+    pub fn validate_part(&self, grid: &Grid, ids: usize) -> Result<(), String> {
         let n = self.len();
         for b in self.buffers.iter() {
             let len = self.arrays.bytes(b).len() / b.elem_bytes();
@@ -321,11 +369,11 @@ impl ParticleState {
                 return Err(format!("buffer `{}` holds {len} particles, `id_kind` {n}", b.name()));
             }
         }
-        let mut seen = vec![false; n];
+        let mut seen = vec![false; ids];
         for (i, info) in self.arrays.info.iter().enumerate() {
             let [id, kind] = *info;
-            if id as usize >= n || std::mem::replace(&mut seen[id as usize], true) {
-                return Err(format!("particle {i} has id {id}: ids must be 0..{n}, each once"));
+            if id as usize >= ids || std::mem::replace(&mut seen[id as usize], true) {
+                return Err(format!("particle {i} has id {id}: ids must be 0..{ids}, each once"));
             }
             if kind > Kind::Boundary as u32 {
                 return Err(format!("particle {id} has the unknown kind code {kind}"));
@@ -388,6 +436,7 @@ mod tests {
             support: 0.8,
             skin: 0.2,
             reach: 1,
+            window: (0, 2),
         };
         s.validate(&grid).unwrap();
         let mut bad = s.clone();
@@ -403,7 +452,7 @@ mod tests {
         // Another grid: cells of half the size, shifted origin, periodic along y.
         s.set_grid(&grid);
         let fine =
-            crate::grid::Grid { origin: [-0.25, 0.0, 0.0], cell: [0.5, 0.25, 1.0], n: [5, 8, 1], ..grid.clone() };
+            crate::grid::Grid { origin: [-0.25, 0.0, 0.0], cell: [0.5, 0.25, 1.0], n: [5, 8, 1], window: (0, 5), ..grid.clone() };
         let mut moved = s.clone();
         moved.arrays_mut().pos[2] = [0.3, -0.2, 0.0, 1.0];
         let mut back = moved.clone();
@@ -424,7 +473,7 @@ mod tests {
         same.relocate(&grid).unwrap();
         assert_eq!(same.bytes(BufferId::Pos), moved.bytes(BufferId::Pos));
         // Outside a grid that is not periodic there: named by id.
-        let small = crate::grid::Grid { n: [1, 2, 1], periodic: [false; 3], ..grid.clone() };
+        let small = crate::grid::Grid { n: [1, 2, 1], periodic: [false; 3], window: (0, 1), ..grid.clone() };
         // (Id 1, stored at index 1, is at x = 1.5.)
         let e = moved.clone().relocate(&small).unwrap_err();
         assert!(e.contains("particle 1 lies outside"), "{e}");

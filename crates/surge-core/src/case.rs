@@ -219,6 +219,34 @@ pub struct Case {
     pub checkpoint_interval: Option<f64>,
     /// How many of the newest checkpoints to keep (at least 1).
     pub checkpoint_keep: u32,
+    /// The axis cut into slices between devices.
+    pub split: usize,
+    /// Load balancing between devices.
+    pub balance: Balance,
+}
+
+/// A posteriori load balancing settings.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Balance {
+    /// On or off.
+    pub enabled: bool,
+    /// Steps between decisions.
+    pub every: u32,
+    /// Relative force-time difference that moves a boundary.
+    pub threshold: f64,
+}
+
+/// The longest extent of the fluid among the axes that are not periodic (the first such
+/// axis on ties); the longest of all when every axis is periodic (such a case runs on one
+/// device).
+fn default_split_axis(fluid: &[Aabb], periodic: &[bool; 3], dim: usize) -> usize {
+    let ext = |a: usize| {
+        let lo = fluid.iter().map(|b| b.min[a]).fold(f64::INFINITY, f64::min);
+        let hi = fluid.iter().map(|b| b.max[a]).fold(f64::NEG_INFINITY, f64::max);
+        hi - lo
+    };
+    let longest = |axes: Vec<usize>| axes.into_iter().reduce(|best, a| if ext(a) > ext(best) { a } else { best });
+    longest((0..dim).filter(|&a| !periodic[a]).collect()).or(longest((0..dim).collect())).unwrap_or(0)
 }
 
 /// Errors while checking: the file name is added by [`Case::from_file`].
@@ -591,6 +619,30 @@ impl Case {
             return Err(c.err("checkpoint.keep", "expected at least 1: a restart needs a checkpoint to keep"));
         }
 
+        let dc = &f.decomposition;
+        let split = match dc.split_axis {
+            Some(a) if a.index() >= dim => {
+                return Err(c.err(
+                    "decomposition.split_axis",
+                    format!("axis {} does not exist in a {dim}D case", AXES[a.index()]),
+                ))
+            }
+            Some(a) if periodic[a.index()] => {
+                return Err(c.err(
+                    "decomposition.split_axis",
+                    format!("axis {} is periodic; slices are cut along an axis with walls", AXES[a.index()]),
+                ))
+            }
+            Some(a) => a.index(),
+            None => default_split_axis(&fluid, &periodic, dim),
+        };
+        if dc.balance_every == 0 {
+            return Err(c.err("decomposition.balance_every", "expected at least 1 step"));
+        }
+        if !(dc.balance_threshold >= 0.0 && dc.balance_threshold.is_finite()) {
+            return Err(c.err("decomposition.balance_threshold", "expected a fraction >= 0, e.g. 0.05"));
+        }
+
         let initial = match &f.initial_velocity {
             None => Initial::Constant([0.0; 3]),
             Some(InitialVelocity::Constant { value }) => {
@@ -647,6 +699,8 @@ impl Case {
             initial,
             checkpoint_interval,
             checkpoint_keep: f.checkpoint.keep,
+            split,
+            balance: Balance { enabled: dc.balance, every: dc.balance_every, threshold: dc.balance_threshold },
         })
     }
 
@@ -698,6 +752,8 @@ impl Case {
             initial,
             checkpoint_interval: _,
             checkpoint_keep: _,
+            split: _,
+            balance: _,
         } = self;
         let mut hs = Fnv1a::new();
         let aabb = |hs: &mut Fnv1a, b: &Aabb| {
@@ -752,15 +808,14 @@ impl Case {
         hs.finish()
     }
 
-    /// The axis along which the domain is split between devices: the longest extent of the
-    /// fluid (the first such axis on ties).
+    /// The axis along which the domain is split between devices (`decomposition.split_axis`).
     pub fn split_axis(&self) -> usize {
-        let ext = |a: usize| {
-            let lo = self.fluid.iter().map(|b| b.min[a]).fold(f64::INFINITY, f64::min);
-            let hi = self.fluid.iter().map(|b| b.max[a]).fold(f64::NEG_INFINITY, f64::max);
-            hi - lo
-        };
-        (0..self.dim).fold(0, |best, a| if ext(a) > ext(best) { a } else { best })
+        self.split
+    }
+
+    /// True when the domain can be cut into slices: the split axis is not periodic.
+    pub fn divisible(&self) -> bool {
+        !self.periodic[self.split]
     }
 
     /// The time step at rest, before any force: what `surge check` prints as the first dt.

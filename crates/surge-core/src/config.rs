@@ -90,6 +90,51 @@ pub struct CaseFile {
     /// Periodic checkpoints; default none (a stop signal still writes one).
     #[serde(default)]
     pub checkpoint: CheckpointSpec,
+    /// How the domain is cut between devices (`--devices`, `--workers`, MPI ranks).
+    #[serde(default)]
+    pub decomposition: DecompositionSpec,
+}
+
+/// The split between devices. Not part of the case's identity: results do not depend on it
+/// (devices reproduce one device's particles), and a restart may change it.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DecompositionSpec {
+    /// Axis cut into slices; default: the longest extent of the fluid among the axes that
+    /// are not periodic.
+    pub split_axis: Option<Axis>,
+    /// Move slice boundaries toward the slower device (a posteriori load balancing);
+    /// default true.
+    #[serde(default = "default_true")]
+    pub balance: bool,
+    /// Steps between balancing decisions (the force time is measured over them); default 200.
+    #[serde(default = "default_balance_every")]
+    pub balance_every: u32,
+    /// Relative difference of two neighbours' force times above which their boundary moves
+    /// one cell layer; default 0.05.
+    #[serde(default = "default_balance_threshold")]
+    pub balance_threshold: f64,
+}
+
+fn default_true() -> bool {
+    true
+}
+fn default_balance_every() -> u32 {
+    200
+}
+fn default_balance_threshold() -> f64 {
+    0.05
+}
+
+impl Default for DecompositionSpec {
+    fn default() -> Self {
+        Self {
+            split_axis: None,
+            balance: true,
+            balance_every: default_balance_every(),
+            balance_threshold: default_balance_threshold(),
+        }
+    }
 }
 
 fn default_keep() -> u32 {

@@ -8,6 +8,8 @@ use std::f64::consts::PI;
 /// Particles of a freshly filled case, in id order: fluid boxes, then walls, then obstacles.
 #[derive(Debug, Clone, Default)]
 pub struct Filled {
+    /// Global ids (the index in the whole fill; a [`Filled::subset`] keeps them).
+    pub id: Vec<u32>,
     /// Absolute positions.
     pub pos: Vec<[f64; 3]>,
     /// Velocities.
@@ -34,7 +36,21 @@ impl Filled {
     pub fn fluid_count(&self) -> usize {
         self.kind.iter().filter(|k| **k == Kind::Fluid).count()
     }
+    /// The particles for which `keep(index)` holds, with their global ids.
+    pub fn subset(&self, keep: impl Fn(usize) -> bool) -> Filled {
+        let mut out = Filled::default();
+        for i in (0..self.len()).filter(|&i| keep(i)) {
+            out.id.push(self.id[i]);
+            out.pos.push(self.pos[i]);
+            out.vel.push(self.vel[i]);
+            out.rel_density.push(self.rel_density[i]);
+            out.kind.push(self.kind[i]);
+            out.wall.push(self.wall[i]);
+        }
+        out
+    }
     fn push(&mut self, x: [f64; 3], v: [f64; 3], d: f32, k: Kind, wall: [f32; 4]) {
+        self.id.push(self.pos.len() as u32);
         self.pos.push(x);
         self.vel.push(v);
         self.rel_density.push(d);

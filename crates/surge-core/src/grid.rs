@@ -70,6 +70,11 @@ pub struct Grid {
     /// Cells the neighbour stencil reaches on each side of a particle's cell (1: 27 cells in
     /// 3D; 2: 125 smaller cells, fewer candidate neighbours).
     pub reach: i32,
+    /// The cell layers along the split axis (`order[0]`) that this grid holds, `lo..hi`: a
+    /// device's window of the whole grid (its slice and the bands of copies beside it).
+    /// Linear indices count from layer `lo`; cells of other layers are not neighbours.
+    /// `0..n[order[0]]` for the whole grid.
+    pub window: (i32, i32),
 }
 
 impl Grid {
@@ -115,19 +120,62 @@ impl Grid {
             support,
             skin,
             reach,
+            window: (0, n[split_axis]),
         })
     }
 
-    /// Number of cells.
-    pub fn cell_count(&self) -> usize {
-        self.n.iter().map(|&k| k as usize).product()
+    /// The split axis (varying slowest in the key order).
+    pub fn split_axis(&self) -> usize {
+        self.order[0]
     }
 
-    /// Linear index of a cell inside the grid.
+    /// Cell layers along the split axis in the whole grid.
+    pub fn layers(&self) -> i32 {
+        self.n[self.order[0]]
+    }
+
+    /// This grid restricted to the layers `lo..hi` of the split axis (clamped to the grid).
+    pub fn windowed(&self, lo: i32, hi: i32) -> Grid {
+        let n = self.layers();
+        Grid { window: (lo.clamp(0, n), hi.clamp(0, n)), ..self.clone() }
+    }
+
+    /// The whole grid (no window).
+    pub fn whole(&self) -> Grid {
+        self.windowed(0, self.layers())
+    }
+
+    /// Number of cells in the window.
+    pub fn cell_count(&self) -> usize {
+        let [_, b, f] = self.order;
+        (self.window.1 - self.window.0).max(0) as usize * self.n[b] as usize * self.n[f] as usize
+    }
+
+    /// Cells per layer of the split axis.
+    pub fn layer_cells(&self) -> usize {
+        let [_, b, f] = self.order;
+        self.n[b] as usize * self.n[f] as usize
+    }
+
+    /// Linear index (within the window) of the first cell of layer `l` (`l` may be the
+    /// window's end): particles of layers `l0..l1` sit between the cell table's entries
+    /// `2 layer_start(l0)` and `2 layer_start(l1)`.
+    pub fn layer_start(&self, l: i32) -> usize {
+        (l - self.window.0).clamp(0, self.window.1 - self.window.0) as usize * self.layer_cells()
+    }
+
+    /// Linear index of a cell inside the window.
     #[inline(always)]
     pub fn linear(&self, c: [i32; 3]) -> usize {
         let [a, b, f] = self.order;
-        ((c[a] as usize * self.n[b] as usize) + c[b] as usize) * self.n[f] as usize + c[f] as usize
+        (((c[a] - self.window.0) as usize * self.n[b] as usize) + c[b] as usize) * self.n[f] as usize + c[f] as usize
+    }
+
+    /// True when the cell's layer lies in the window.
+    #[inline(always)]
+    pub fn in_window(&self, c: [i32; 4]) -> bool {
+        let l = c[self.order[0]];
+        l >= self.window.0 && l < self.window.1
     }
 
     /// The cell of an absolute position and the offset from that cell's centre.
@@ -190,6 +238,10 @@ impl Grid {
                 k = k.rem_euclid(self.n[a]);
             }
             out[a] = k;
+        }
+        let l = out[self.order[0]];
+        if l < self.window.0 || l >= self.window.1 {
+            return None;
         }
         Some(out)
     }

@@ -7,6 +7,7 @@ pub mod backend;
 pub mod buffers;
 pub mod case;
 pub mod config;
+pub mod decomp;
 pub mod gauge;
 pub mod geometry;
 pub mod grid;

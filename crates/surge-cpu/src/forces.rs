@@ -1,6 +1,7 @@
 //! The force pass: pressures, then every particle's neighbour loop over the cell stencil.
 
 use rayon::prelude::*;
+use std::ops::Range;
 use surge_core::backend::ForceStats;
 use surge_core::buffers::{Kind, ParticleArrays};
 use surge_core::case::Case;
@@ -68,17 +69,22 @@ struct Pass<'a> {
     grid: &'a Grid,
     cell_start: &'a [u32],
     a: &'a mut ParticleArrays,
+    range: Range<usize>,
+    pressures: bool,
 }
 
-/// One force pass over every particle; returns the largest values for the time step.
+/// Forces of the particles `range`, after computing every particle's pressure when
+/// `pressures` (the first part of a pass); returns the largest values for the time step.
 pub(crate) fn forces(
     case: &Case,
     consts: &Constants,
     grid: &Grid,
     cell_start: &[u32],
     a: &mut ParticleArrays,
+    range: Range<usize>,
+    pressures: bool,
 ) -> ForceStats {
-    dispatch(case, consts, Pass { consts, grid, cell_start, a })
+    dispatch(case, consts, Pass { consts, grid, cell_start, a, range, pressures })
 }
 
 impl WithPhysics for Pass<'_> {
@@ -88,9 +94,12 @@ impl WithPhysics for Pass<'_> {
         self,
         ph: Physics<K, V, D, S, DIM>,
     ) -> ForceStats {
-        let Pass { consts: eos, grid, cell_start, a } = self;
+        let Pass { consts: eos, grid, cell_start, a, range, pressures } = self;
         let g = eos.g;
-        a.press.par_iter_mut().zip(a.vel.par_iter()).for_each(|(p, v)| *p = eos.pressure(v[3]));
+        if pressures {
+            a.press.par_iter_mut().zip(a.vel.par_iter()).for_each(|(p, v)| *p = eos.pressure(v[3]));
+        }
+        let first = range.start;
         let ParticleArrays { pos, vel, cell, info, press, force, wall, shift, .. } = a;
         let (pos, vel, cell, info, press, wall) = (&*pos, &*vel, &*cell, &*info, &*press, &*wall);
         let particle = |j: usize| PairParticle {
@@ -125,22 +134,22 @@ impl WithPhysics for Pass<'_> {
         };
         let max2 = |x: (f32, f32), y: (f32, f32)| (x.0.max(y.0), x.1.max(y.1));
         let (acc_max, visc_max) = if S::ON {
-            (force.par_iter_mut(), shift.par_iter_mut())
+            (force[range.clone()].par_iter_mut(), shift[range].par_iter_mut())
                 .into_par_iter()
                 .enumerate()
                 .map(|(i, (f, sh))| {
-                    let (fv, acc, an) = interact(i);
+                    let (fv, acc, an) = interact(first + i);
                     *f = fv;
                     *sh = acc.grad_c.with_w(acc.div_r);
                     (an, acc.visc_max)
                 })
                 .reduce(|| (0.0, 0.0), max2)
         } else {
-            force
+            force[range]
                 .par_iter_mut()
                 .enumerate()
                 .map(|(i, f)| {
-                    let (fv, acc, an) = interact(i);
+                    let (fv, acc, an) = interact(first + i);
                     *f = fv;
                     (an, acc.visc_max)
                 })

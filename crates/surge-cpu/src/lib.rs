@@ -8,12 +8,14 @@ mod sort;
 mod update;
 
 use rayon::prelude::*;
+use std::ops::Range;
 use std::sync::Arc;
-use surge_core::backend::{Backend, Failure, ForceStats, Snapshot, Update, UpdateStats};
+use surge_core::backend::{Backend, Failure, ForceStats, Part, Snapshot, Update, UpdateStats};
+use surge_core::decomp::{Side, SliceMap};
 use surge_core::buffers::{self, BufferSet, Kind, ParticleArrays, ParticleState};
 use surge_core::case::{Case, Shifting};
 use surge_core::config::KernelKind;
-use surge_core::gauge::{self, Interpolate};
+use surge_core::gauge::Interpolate;
 use surge_core::geometry::Filled;
 use surge_core::grid::Grid;
 use surge_core::physics::constants::Constants;
@@ -21,28 +23,42 @@ use surge_core::physics::kernel::{CubicSpline, SmoothingKernel, WendlandC2};
 
 /// Particles of one device on CPU cores.
 pub struct CpuBackend {
-    /// Shared so gauge evaluation can hold it while it borrows the backend.
+    /// The case.
     case: Arc<Case>,
     /// The case's constants, as the loops use them.
     consts: Constants,
+    /// The whole grid.
+    whole: Grid,
+    /// The grid restricted to this device's window (slice and bands of copies).
     grid: Grid,
-    /// Particle buffers, sorted by cell key after each rebuild.
+    /// Particle buffers: copies from the left, owned, copies from the right; each block
+    /// sorted by cell key and id after a rebuild.
     a: ParticleArrays,
     /// Re-ordering target of the sort (same length).
     scratch: ParticleArrays,
-    /// `cell_start[2k]..cell_start[2k+1]` are the fluid particles of cell k (linear index),
-    /// `cell_start[2k+1]..cell_start[2k+2]` its boundary particles.
+    /// `cell_start[2k]..cell_start[2k+1]` are the fluid particles of cell k (linear index in
+    /// the window), `cell_start[2k+1]..cell_start[2k+2]` its boundary particles.
     cell_start: Vec<u32>,
     pool: rayon::ThreadPool,
     threads: usize,
     /// The buffers allocated for this case.
     buffers: BufferSet,
+    /// The decomposition of the last rebuild and this device's number in it.
+    map: SliceMap,
+    me: usize,
+    /// Owned particles.
+    own: Range<usize>,
+    /// The edges the left and right neighbours copy (empty without a neighbour).
+    edges: [Range<usize>; 2],
+    /// Largest values of the force pass so far.
+    pass: ForceStats,
 }
 
 impl CpuBackend {
-    /// Load filled particles onto `threads` CPU threads (0: all cores) and sort them.
+    /// Load filled particles (all of a case, or the part a device owns: their ids are
+    /// kept) onto `threads` CPU threads (0: all cores) and sort them.
     pub fn new(case: &Case, filled: &Filled, threads: usize) -> Result<CpuBackend, String> {
-        let grid = Grid::new(case, case.split_axis())?;
+        let whole = Grid::new(case, case.split_axis())?;
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .thread_name(|i| format!("surge-cpu-{i}"))
@@ -53,24 +69,47 @@ impl CpuBackend {
         let buffers = BufferSet::for_case(case);
         let mut a = ParticleArrays::with_buffers(n, buffers);
         for i in 0..n {
-            let (c, off) = grid.locate(filled.pos[i]);
+            let (c, off) = whole.locate(filled.pos[i]);
             let v = filled.vel[i];
             a.pos[i] = [off[0], off[1], off[2], case.mass as f32];
             a.cell[i] = [c[0], c[1], c[2], 0];
             a.vel[i] = [v[0] as f32, v[1] as f32, v[2] as f32, filled.rel_density[i]];
             a.vel_prev[i] = a.vel[i];
-            a.info[i] = [i as u32, filled.kind[i] as u32];
+            a.info[i] = [filled.id[i], filled.kind[i] as u32];
             if let Some(w) = a.wall.get_mut(i) {
                 *w = filled.wall[i];
             }
         }
         let scratch = ParticleArrays::with_buffers(n, buffers.and(BufferSet::conserved()));
-        let cell_start = vec![0; 2 * grid.cell_count() + 1];
         let consts = Constants::of(case);
-        let mut be =
-            CpuBackend { case: Arc::new(case.clone()), consts, grid, a, scratch, cell_start, pool, threads, buffers };
-        be.rebuild().map_err(|f| f.to_string())?;
+        let map = SliceMap::single(whole.layers(), whole.reach);
+        let mut be = CpuBackend {
+            case: Arc::new(case.clone()),
+            consts,
+            grid: whole.clone(),
+            whole,
+            a,
+            scratch,
+            cell_start: Vec::new(),
+            pool,
+            threads,
+            buffers,
+            map: map.clone(),
+            me: 0,
+            own: 0..n,
+            edges: [0..0, 0..0],
+            pass: ForceStats::default(),
+        };
+        be.solo_rebuild(&map, true).map_err(|f| f.to_string())?;
         Ok(be)
+    }
+
+    /// A rebuild with nothing to exchange (a device alone).
+    fn solo_rebuild(&mut self, map: &SliceMap, rekey: bool) -> Result<(), Failure> {
+        let mut out = [ParticleState::default(), ParticleState::default()];
+        self.rebuild_begin(map, 0, rekey, &mut out)?;
+        let empty = || ParticleState::empty(self.buffers, &self.whole);
+        self.rebuild_end([empty(), empty()])
     }
 
     /// Number of threads of the pool.
@@ -78,12 +117,7 @@ impl CpuBackend {
         self.threads
     }
 
-    /// The grid.
-    pub fn grid(&self) -> &Grid {
-        &self.grid
-    }
-
-    /// The particle arrays (sorted by cell key).
+    /// The particle arrays (sorted by cell key), copies included.
     pub fn arrays(&self) -> &ParticleArrays {
         &self.a
     }
@@ -100,6 +134,24 @@ impl CpuBackend {
         });
         out
     }
+
+    /// First particle of layer `l` of the window.
+    fn layer_start(&self, l: i32) -> usize {
+        self.cell_start[2 * self.grid.layer_start(l)] as usize
+    }
+
+    /// The copies from a side.
+    fn copies(&self, side: Side) -> Range<usize> {
+        match side {
+            Side::Left => 0..self.own.start,
+            Side::Right => self.own.end..self.a.len(),
+        }
+    }
+
+    fn run_forces(&mut self, range: Range<usize>, pressures: bool) -> ForceStats {
+        let CpuBackend { case, consts, grid, a, cell_start, pool, .. } = self;
+        pool.install(|| forces::forces(case, consts, grid, cell_start, a, range, pressures))
+    }
 }
 
 /// Memory of the CPU backend per particle for a case's buffers: every buffer, a second copy
@@ -110,31 +162,155 @@ pub fn bytes_per_particle(buffers: BufferSet, particles: usize, cells: usize) ->
         + 4 * (2 * cells + 1) / particles.max(1)
 }
 
+fn max_stats(x: ForceStats, y: ForceStats) -> ForceStats {
+    ForceStats { acc_max: x.acc_max.max(y.acc_max), visc_max: x.visc_max.max(y.visc_max) }
+}
+
 impl Backend for CpuBackend {
     fn name(&self) -> String {
         format!("cpu ({} threads)", self.threads)
     }
 
     fn len(&self) -> usize {
-        self.a.len()
+        self.own.len()
     }
 
     fn bytes_per_particle(&self) -> usize {
         bytes_per_particle(self.buffers, self.a.len(), self.grid.cell_count())
     }
 
-    fn skin(&self) -> f64 {
-        self.grid.skin
+    fn grid(&self) -> &Grid {
+        &self.whole
     }
 
-    fn rebuild(&mut self) -> Result<(), Failure> {
-        let CpuBackend { grid, a, scratch, cell_start, pool, .. } = self;
-        pool.install(|| sort::rebuild(grid, a, scratch, cell_start)).map_err(Failure::Particle)
+    fn rebuild_begin(
+        &mut self,
+        map: &SliceMap,
+        me: usize,
+        rekey: bool,
+        out: &mut [ParticleState; 2],
+    ) -> Result<(), Failure> {
+        let own = self.own.clone();
+        if rekey {
+            let CpuBackend { whole, a, pool, .. } = self;
+            pool.install(|| sort::rekey(whole, a, own.clone())).map_err(Failure::Particle)?;
+        }
+        let axis = self.whole.split_axis();
+        let (lo, hi) = map.owned(me);
+        let windows = Side::BOTH.map(|s| map.neighbour(me, s).map(|d| map.window(d)));
+        let mut keep = Vec::with_capacity(own.len());
+        let mut send = [Vec::new(), Vec::new()];
+        for i in own {
+            let l = self.a.cell[i][axis];
+            if l >= lo && l < hi {
+                keep.push(i as u32);
+            }
+            for (s, w) in windows.iter().enumerate() {
+                if w.is_some_and(|(wl, wh)| l >= wl && l < wh) {
+                    send[s].push(i as u32);
+                }
+            }
+        }
+        for (o, idx) in out.iter_mut().zip(&send) {
+            *o = ParticleState::gather(&self.a, idx, self.buffers, &self.whole);
+        }
+        self.a = self.a.gather(&keep, self.buffers.and(BufferSet::conserved()));
+        let (wl, wh) = map.window(me);
+        self.grid = self.whole.windowed(wl, wh);
+        self.map = map.clone();
+        self.me = me;
+        self.own = 0..0;
+        self.edges = [0..0, 0..0];
+        Ok(())
     }
 
-    fn forces(&mut self) -> Result<ForceStats, Failure> {
-        let CpuBackend { case, consts, grid, a, cell_start, pool, .. } = self;
-        Ok(pool.install(|| forces::forces(case, consts, grid, cell_start, a)))
+    fn rebuild_end(&mut self, incoming: [ParticleState; 2]) -> Result<(), Failure> {
+        let conserved = self.buffers.and(BufferSet::conserved());
+        for mut part in incoming {
+            if part.is_empty() {
+                continue;
+            }
+            if part.buffers() != conserved {
+                return Err(Failure::Device(format!(
+                    "particles from a neighbour hold the buffers [{}], this case needs [{}]",
+                    buffers::names(part.buffers()),
+                    buffers::names(conserved)
+                )));
+            }
+            self.a.append(part.arrays_mut());
+        }
+        let n = self.a.len();
+        self.a.resize(n, self.buffers.without(conserved));
+        self.scratch.resize(n, conserved);
+        self.cell_start.clear();
+        self.cell_start.resize(2 * self.grid.cell_count() + 1, 0);
+        let CpuBackend { grid, a, scratch, cell_start, pool, me, .. } = self;
+        pool.install(|| sort::sort(grid, a, scratch, cell_start)).map_err(|id| {
+            Failure::Device(format!("particle {id} lies outside the window of device {me} after a rebuild"))
+        })?;
+        let (lo, hi) = self.map.owned(self.me);
+        let halo = self.map.halo;
+        self.own = self.layer_start(lo)..self.layer_start(hi);
+        self.edges = [
+            match self.map.neighbour(self.me, Side::Left) {
+                Some(_) => self.own.start..self.layer_start(lo + halo),
+                None => self.own.start..self.own.start,
+            },
+            match self.map.neighbour(self.me, Side::Right) {
+                Some(_) => self.layer_start(hi - halo)..self.own.end,
+                None => self.own.end..self.own.end,
+            },
+        ];
+        Ok(())
+    }
+
+    fn forces(&mut self, part: Part) -> Result<(), Failure> {
+        match part {
+            Part::Edges => {
+                self.pass = ForceStats::default();
+                let [l, r] = self.edges.clone();
+                let s = self.run_forces(l, true);
+                let t = self.run_forces(r, false);
+                self.pass = max_stats(s, t);
+            }
+            Part::Inner => {
+                let s = self.run_forces(self.edges[0].end..self.edges[1].start, false);
+                self.pass = max_stats(self.pass, s);
+            }
+        }
+        Ok(())
+    }
+
+    fn force_stats(&mut self) -> Result<ForceStats, Failure> {
+        Ok(self.pass)
+    }
+
+    fn edge_forces(&mut self, side: Side, out: &mut Vec<[f32; 4]>) -> Result<(), Failure> {
+        let r = self.edges[side as usize].clone();
+        out.clear();
+        out.extend_from_slice(&self.a.force[r.clone()]);
+        if !self.a.shift.is_empty() {
+            out.extend_from_slice(&self.a.shift[r]);
+        }
+        Ok(())
+    }
+
+    fn set_copy_forces(&mut self, side: Side, values: &[[f32; 4]]) -> Result<(), Failure> {
+        let r = self.copies(side);
+        let per = if self.a.shift.is_empty() { 1 } else { 2 };
+        if values.len() != per * r.len() {
+            return Err(Failure::Device(format!(
+                "{} force values for the {} copies from the {side:?} neighbour",
+                values.len(),
+                r.len()
+            )));
+        }
+        let (f, sh) = values.split_at(r.len());
+        self.a.force[r.clone()].copy_from_slice(f);
+        if per == 2 {
+            self.a.shift[r].copy_from_slice(sh);
+        }
+        Ok(())
     }
 
     fn update(&mut self, which: Update, dt: f64) -> Result<UpdateStats, Failure> {
@@ -146,24 +322,19 @@ impl Backend for CpuBackend {
     fn snapshot(&mut self, out: &mut Snapshot) -> Result<(), Failure> {
         let c = &self.consts;
         let a = &self.a;
-        let n = a.len();
-        out.id = a.info.iter().map(|i| i[0]).collect();
-        out.kind = a.info.iter().map(|i| i[1] as u8).collect();
-        out.pos = (0..n).map(|i| self.grid.absolute(a.cell[i], a.pos[i])).collect();
-        out.vel = a.vel.iter().map(|v| [v[0], v[1], v[2]]).collect();
-        out.rho = a.vel.iter().map(|v| c.density(v[3])).collect();
-        out.p = a.vel.iter().map(|v| c.pressure(v[3])).collect();
+        let r = self.own.clone();
+        out.id = a.info[r.clone()].iter().map(|i| i[0]).collect();
+        out.kind = a.info[r.clone()].iter().map(|i| i[1] as u8).collect();
+        out.pos = r.clone().map(|i| self.grid.absolute(a.cell[i], a.pos[i])).collect();
+        out.vel = a.vel[r.clone()].iter().map(|v| [v[0], v[1], v[2]]).collect();
+        out.rho = a.vel[r.clone()].iter().map(|v| c.density(v[3])).collect();
+        out.p = a.vel[r].iter().map(|v| c.pressure(v[3])).collect();
         Ok(())
     }
 
-    fn gauges(&mut self, out: &mut Vec<f64>) -> Result<(), Failure> {
-        let case = Arc::clone(&self.case);
-        gauge::evaluate(&case, self, out).map_err(Failure::Device)
-    }
-
     fn export_state(&mut self, out: &mut ParticleState) -> Result<(), Failure> {
-        out.copy_from(&self.a, self.buffers);
-        out.set_grid(&self.grid);
+        out.copy_range_from(&self.a, self.buffers, self.own.clone());
+        out.set_grid(&self.whole);
         Ok(())
     }
 
@@ -176,15 +347,14 @@ impl Backend for CpuBackend {
                 buffers::names(want)
             ));
         }
-        state.relocate(&self.grid)?;
-        state.validate(&self.grid)?;
+        state.relocate(&self.whole)?;
+        state.validate_part(&self.whole, u32::MAX as usize)?;
         let n = state.len();
         let mut a = ParticleArrays::with_buffers(n, self.buffers.without(BufferSet::conserved()));
         a.take_from(&mut state.into_arrays(), want);
         self.a = a;
-        self.scratch = ParticleArrays::with_buffers(n, want);
-        let CpuBackend { grid, a, scratch, cell_start, pool, .. } = self;
-        pool.install(|| sort::sort_by_stored_cells(grid, a, scratch, cell_start));
+        self.own = 0..n;
+        self.edges = [0..0, 0..0];
         Ok(())
     }
 }
@@ -204,9 +374,9 @@ impl Interpolate for CpuBackend {
         let vert = self.case.dim - 1;
         let a = &self.a;
         let grid = &self.grid;
+        let own = self.own.clone();
         Ok(self.pool.install(|| {
-            (0..a.len())
-                .into_par_iter()
+            own.into_par_iter()
                 .filter(|&i| a.info[i][1] == Kind::Fluid as u32)
                 .map(|i| grid.absolute(a.cell[i], a.pos[i]))
                 .filter(|x| x[vert] < below)

@@ -1,25 +1,22 @@
-//! Rebuild: re-key every particle to the cell holding it, counting sort by key (stable,
-//! sequential, so the order never depends on the thread count), cell ranges.
+//! Rebuild: re-key particles to the cell holding them, then a counting sort by cell key
+//! with each bin ordered by id, so the order is the same whatever the thread count, the
+//! decomposition or the history of the arrays.
 
 use rayon::prelude::*;
+use std::ops::Range;
 use surge_core::backend::BadParticle;
 use surge_core::buffers::ParticleArrays;
 use surge_core::grid::Grid;
 
-/// Re-key, sort and rebuild `cell_start` (length `2 * cells + 1`; see `CpuBackend`).
-pub(crate) fn rebuild(
-    grid: &Grid,
-    a: &mut ParticleArrays,
-    scratch: &mut ParticleArrays,
-    cell_start: &mut [u32],
-) -> Result<(), BadParticle> {
-    let bad = (a.cell.par_iter_mut(), a.pos.par_iter_mut(), a.info.par_iter(), a.key.par_iter_mut())
+/// Move the particles `range` to the cells that hold them. Fails with the lowest-id particle
+/// that left the domain or is not finite.
+pub(crate) fn rekey(grid: &Grid, a: &mut ParticleArrays, range: Range<usize>) -> Result<(), BadParticle> {
+    let bad = (a.cell[range.clone()].par_iter_mut(), a.pos[range.clone()].par_iter_mut(), a.info[range].par_iter())
         .into_par_iter()
-        .filter_map(|(cell, pos, info, key)| match grid.rekey(*cell, *pos) {
+        .filter_map(|(cell, pos, info)| match grid.rekey(*cell, *pos) {
             Some((c, o)) => {
                 *cell = c;
                 *pos = o;
-                *key = 2 * grid.linear([c[0], c[1], c[2]]) as u32 + info[1];
                 None
             }
             None => Some(info[0]),
@@ -35,29 +32,32 @@ pub(crate) fn rebuild(
             reason: if finite { "left the domain" } else { "has a non-finite position" },
         });
     }
-    sort_by_key(a, scratch, cell_start);
     Ok(())
 }
 
-/// Key every particle by the cell it holds now, without moving it to another cell, sort and
-/// rebuild `cell_start`: how an imported state gets its cell table back. Particles already
-/// in key order keep their order. Precondition: every cell lies inside the grid.
-pub(crate) fn sort_by_stored_cells(
+/// Key every particle by its stored cell in `grid`'s window (`2 * linear + kind`), sort by
+/// key and, within a bin, by id, and rebuild `cell_start` (length `2 * cells + 1`). Fails
+/// with the id of a particle whose cell lies outside the window.
+pub(crate) fn sort(
     grid: &Grid,
     a: &mut ParticleArrays,
     scratch: &mut ParticleArrays,
     cell_start: &mut [u32],
-) {
-    (a.cell.par_iter(), a.info.par_iter(), a.key.par_iter_mut()).into_par_iter().for_each(|(c, info, key)| {
-        *key = 2 * grid.linear([c[0], c[1], c[2]]) as u32 + info[1];
-    });
-    sort_by_key(a, scratch, cell_start);
-}
-
-/// Counting sort by `a.key`: counts, inclusive prefix sums (bin ends), then a reverse
-/// scatter that leaves the bin starts behind in `cell_start` and keeps equal keys in their
-/// previous order.
-fn sort_by_key(a: &mut ParticleArrays, scratch: &mut ParticleArrays, cell_start: &mut [u32]) {
+) -> Result<(), u32> {
+    let outside = (a.cell.par_iter(), a.info.par_iter(), a.key.par_iter_mut())
+        .into_par_iter()
+        .filter_map(|(c, info, key)| {
+            if grid.in_window(*c) {
+                *key = 2 * grid.linear([c[0], c[1], c[2]]) as u32 + info[1];
+                None
+            } else {
+                Some(info[0])
+            }
+        })
+        .min();
+    if let Some(id) = outside {
+        return Err(id);
+    }
     let n = a.len();
     cell_start.fill(0);
     for &k in &a.key {
@@ -73,7 +73,17 @@ fn sort_by_key(a: &mut ParticleArrays, scratch: &mut ParticleArrays, cell_start:
         cell_start[k] -= 1;
         a.perm[cell_start[k] as usize] = i as u32;
     }
+    // Each bin by id (bins hold tens of particles, mostly in order already).
+    let info = &a.info;
+    let bins = cell_start.len() - 1;
+    for b in 0..bins {
+        let bin = &mut a.perm[cell_start[b] as usize..cell_start[b + 1] as usize];
+        if !bin.is_sorted_by_key(|&p| info[p as usize][0]) {
+            bin.sort_unstable_by_key(|&p| info[p as usize][0]);
+        }
+    }
     let perm = std::mem::take(&mut a.perm);
     a.permute_conserved(&perm, scratch);
     a.perm = perm;
+    Ok(())
 }

@@ -137,6 +137,7 @@ impl GridInfo {
             support: self.support,
             skin: self.skin,
             reach: self.reach,
+            window: (0, self.n[self.order[0] as usize]),
         }
     }
 }
@@ -641,6 +642,7 @@ mod tests {
             support: 0.4,
             skin: 0.1,
             reach: 1,
+            window: (0, 4),
         }
     }
 

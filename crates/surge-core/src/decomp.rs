@@ -1,0 +1,201 @@
+//! The decomposition: which device owns which cell layers of the split axis, how the first
+//! boundaries are placed, and how the load balancer moves them.
+//!
+//! Devices are numbered globally (rank-major, then local device). Device `d` owns the cell
+//! layers `bounds[d]..bounds[d + 1]` of the split axis and holds copies of the `halo` layers
+//! beside its slice on each side (its *window*). Every slice is at least `2 halo` layers
+//! thick, so a device's band of copies comes from its direct neighbour alone and its two
+//! edges (the layers a neighbour copies) never overlap.
+
+use serde::{Deserialize, Serialize};
+
+/// Ownership of the cell layers along the split axis.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SliceMap {
+    /// Device `d` owns layers `bounds[d]..bounds[d + 1]`; `bounds[0] = 0` and the last is the
+    /// number of layers.
+    pub bounds: Vec<i32>,
+    /// Width, in layers, of the band of copies on each side of a slice (the stencil reach).
+    pub halo: i32,
+}
+
+/// Left (towards lower layers) or right.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// The neighbour owning lower layers.
+    Left = 0,
+    /// The neighbour owning higher layers.
+    Right = 1,
+}
+
+impl Side {
+    /// Both sides, left first.
+    pub const BOTH: [Side; 2] = [Side::Left, Side::Right];
+    /// The other side.
+    pub fn opposite(self) -> Side {
+        match self {
+            Side::Left => Side::Right,
+            Side::Right => Side::Left,
+        }
+    }
+}
+
+/// A boundary move made by the load balancer.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Move {
+    /// Boundary index: between devices `boundary - 1` and `boundary`.
+    pub boundary: usize,
+    /// Layer before and after.
+    pub from: i32,
+    /// Layer after.
+    pub to: i32,
+}
+
+impl SliceMap {
+    /// One device owning all `layers`.
+    pub fn single(layers: i32, halo: i32) -> SliceMap {
+        SliceMap { bounds: vec![0, layers], halo }
+    }
+
+    /// The thinnest slice allowed.
+    pub fn min_width(&self) -> i32 {
+        2 * self.halo
+    }
+
+    /// `devices` slices of `weights.len()` layers, each as close as it can be to an equal
+    /// share of the total weight (particles per layer) and at least `2 halo` layers thick.
+    pub fn balanced(weights: &[u64], devices: usize, halo: i32) -> Result<SliceMap, String> {
+        let layers = weights.len() as i32;
+        let min = 2 * halo;
+        if devices == 0 {
+            return Err("no device to run on".into());
+        }
+        if (devices as i32) * min > layers {
+            return Err(format!(
+                "{devices} devices need at least {} cell layers along the split axis ({min} each), the grid has {layers}; \
+                 use at most {} devices or a finer dp",
+                devices as i32 * min,
+                (layers / min).max(1)
+            ));
+        }
+        let total: u64 = weights.iter().sum();
+        let mut bounds = vec![0i32];
+        let mut cum = 0u64;
+        let mut l = 0i32;
+        for d in 1..devices {
+            // The first layer at which the running weight reaches d / devices of the total,
+            // kept where the slices before and after it can still be min layers thick.
+            let target = (total as u128 * d as u128 / devices as u128) as u64;
+            let lo = bounds[d - 1] + min;
+            let hi = layers - (devices - d) as i32 * min;
+            while l < layers && (cum < target || l < lo) && l < hi {
+                cum += weights[l as usize];
+                l += 1;
+            }
+            bounds.push(l.clamp(lo, hi));
+        }
+        bounds.push(layers);
+        Ok(SliceMap { bounds, halo })
+    }
+
+    /// Number of devices.
+    pub fn devices(&self) -> usize {
+        self.bounds.len() - 1
+    }
+
+    /// Number of layers.
+    pub fn layers(&self) -> i32 {
+        *self.bounds.last().expect("bounds")
+    }
+
+    /// The layers device `d` owns.
+    pub fn owned(&self, d: usize) -> (i32, i32) {
+        (self.bounds[d], self.bounds[d + 1])
+    }
+
+    /// The layers device `d` holds: its slice and the bands of copies beside it.
+    pub fn window(&self, d: usize) -> (i32, i32) {
+        let (lo, hi) = self.owned(d);
+        ((lo - self.halo).max(0), (hi + self.halo).min(self.layers()))
+    }
+
+    /// The neighbour of device `d` on a side, if there is one.
+    pub fn neighbour(&self, d: usize, side: Side) -> Option<usize> {
+        match side {
+            Side::Left => d.checked_sub(1),
+            Side::Right => (d + 1 < self.devices()).then_some(d + 1),
+        }
+    }
+
+    /// The device owning `layer` (layers outside the grid belong to the first or last).
+    pub fn owner(&self, layer: i32) -> usize {
+        let n = self.devices();
+        self.bounds[1..n].partition_point(|&b| b <= layer)
+    }
+
+    /// Move boundaries by the measured force times `times[d]` of the devices: where two
+    /// neighbours' times differ by more than `threshold` of the larger, their boundary moves
+    /// one layer toward the slower device (which gives up a layer), unless that slice would
+    /// become thinner than [`SliceMap::min_width`]. Each boundary moves at most one layer.
+    /// Deterministic in `times`, so every device that sees the same times makes the same
+    /// moves.
+    pub fn rebalance(&mut self, times: &[f64], threshold: f64) -> Vec<Move> {
+        let old = self.bounds.clone();
+        let min = self.min_width();
+        let mut moves = Vec::new();
+        for b in 1..self.devices() {
+            let (tl, tr) = (times[b - 1], times[b]);
+            let slow = tl.max(tr);
+            if !(slow > 0.0) || (tl - tr).abs() <= threshold * slow {
+                continue;
+            }
+            let to = if tl > tr { old[b] - 1 } else { old[b] + 1 };
+            // Widths with the moves so far (left) and the old boundary to the right.
+            if to - self.bounds[b - 1] >= min && old[b + 1] - to >= min {
+                self.bounds[b] = to;
+                moves.push(Move { boundary: b, from: old[b], to });
+            }
+        }
+        moves
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn balanced_slices_split_the_weight_and_respect_the_minimum_width() {
+        let m = SliceMap::balanced(&[10; 40], 4, 1).unwrap();
+        assert_eq!(m.bounds, vec![0, 10, 20, 30, 40]);
+        // All weight in the first layers: slices stay 2 halo thick.
+        let mut w = vec![0; 20];
+        w[0] = 100;
+        let m = SliceMap::balanced(&w, 3, 2).unwrap();
+        assert_eq!(m.bounds, vec![0, 4, 8, 20]);
+        assert_eq!(m.window(1), (2, 10));
+        assert_eq!(m.window(0), (0, 6));
+        assert_eq!((m.owner(0), m.owner(3), m.owner(4), m.owner(19), m.owner(99)), (0, 0, 1, 2, 2));
+        assert_eq!((m.neighbour(0, Side::Left), m.neighbour(0, Side::Right), m.neighbour(2, Side::Right)), (None, Some(1), None));
+        let e = SliceMap::balanced(&[1; 7], 4, 1).unwrap_err();
+        assert!(e.contains("at least 8 cell layers") && e.contains("at most 3 devices"), "{e}");
+        // Heavier right half: more, thinner slices there.
+        let w: Vec<u64> = (0..30).map(|l| if l < 15 { 1 } else { 3 }).collect();
+        let m = SliceMap::balanced(&w, 2, 1).unwrap();
+        assert_eq!(m.bounds, vec![0, 20, 30]);
+    }
+
+    #[test]
+    fn rebalance_moves_one_layer_toward_the_slower_device() {
+        let mut m = SliceMap { bounds: vec![0, 10, 20, 30], halo: 1 };
+        let moves = m.rebalance(&[2.0, 1.0, 1.02], 0.05);
+        assert_eq!(moves, vec![Move { boundary: 1, from: 10, to: 9 }]);
+        assert_eq!(m.bounds, vec![0, 9, 20, 30]);
+        let moves = m.rebalance(&[1.0, 1.0, 3.0], 0.05);
+        assert_eq!(moves, vec![Move { boundary: 2, from: 20, to: 21 }]);
+        // Never thinner than 2 halo.
+        let mut m = SliceMap { bounds: vec![0, 2, 4], halo: 1 };
+        assert!(m.rebalance(&[5.0, 1.0], 0.05).is_empty());
+        assert!(m.rebalance(&[0.0, 0.0], 0.05).is_empty());
+    }
+}
