@@ -11,7 +11,7 @@ use surge_core::case::{Diffusion, Viscosity};
 use surge_core::geometry::fill;
 use surge_core::grid::Grid;
 use surge_core::Case;
-use surge_runtime::{BackendChoice, DeviceRequest, Observer, Progress, RunOptions};
+use surge_runtime::{BackendChoice, DeviceRequest, Gpus, Observer, Progress, RunOptions};
 
 /// Exit code of a bad case file or bad arguments.
 const EXIT_BAD_INPUT: u8 = 2;
@@ -107,9 +107,17 @@ struct Common {
     /// CPU threads [default: all cores].
     #[arg(long, default_value_t = 0)]
     threads: usize,
-    /// GPU to run on (CUDA device ordinal).
-    #[arg(long, default_value_t = 0)]
-    gpu: usize,
+    /// GPU to run on (CUDA device ordinal); the same as `--devices N`.
+    #[arg(long, conflicts_with = "devices")]
+    gpu: Option<usize>,
+    /// GPUs to run on, one slice of the domain each: `0,1,2,3`, or `all` for every visible
+    /// GPU [default: 0].
+    #[arg(long, value_name = "LIST|all")]
+    devices: Option<String>,
+    /// CPU workers (with `--backend cpu`): slices of the domain, each on its share of the
+    /// threads.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    workers: u32,
     /// Override a case value, e.g. `--set time.end=0.3 --set dp=0.01` (repeatable).
     #[arg(long = "set", value_name = "KEY.PATH=VALUE")]
     set: Vec<String>,
@@ -126,13 +134,43 @@ enum BackendArg {
 }
 
 impl Common {
-    fn request(&self) -> DeviceRequest {
+    fn request(&self) -> Result<DeviceRequest, Failure> {
         let backend = match self.backend {
             BackendArg::Auto => BackendChoice::Auto,
             BackendArg::Cpu => BackendChoice::Cpu,
             BackendArg::Cuda => BackendChoice::Cuda,
         };
-        DeviceRequest { backend, threads: self.threads, gpu: self.gpu }
+        let gpus = match (&self.devices, self.gpu) {
+            (Some(d), _) if d.trim() == "all" => Gpus::All,
+            (Some(d), _) => Gpus::List(
+                d.split(',')
+                    .map(|x| {
+                        x.trim().parse::<usize>().map_err(|_| {
+                            Failure(
+                                EXIT_BAD_INPUT,
+                                format!("--devices {d}: expected GPU numbers separated by commas, or `all`"),
+                            )
+                        })
+                    })
+                    .collect::<Result<_, _>>()?,
+            ),
+            (None, g) => Gpus::List(vec![g.unwrap_or(0)]),
+        };
+        if self.workers > 1 && backend != BackendChoice::Cpu {
+            return Err(Failure(
+                EXIT_BAD_INPUT,
+                "--workers splits the domain between CPU workers: use it with --backend cpu (GPUs: --devices)".into(),
+            ));
+        }
+        Ok(DeviceRequest { backend, threads: self.threads, workers: self.workers as usize, gpus })
+    }
+
+    /// The first GPU asked for.
+    fn first_gpu(&self) -> usize {
+        match (&self.devices, self.gpu) {
+            (Some(d), _) => d.split(',').next().and_then(|x| x.trim().parse().ok()).unwrap_or(0),
+            (None, g) => g.unwrap_or(0),
+        }
     }
 }
 
@@ -250,7 +288,7 @@ fn cmd_check(path: &Path, common: &Common) -> Result<(), Failure> {
         match surge_cuda::nvrtc_version() {
             Ok(_) => {
                 let arch = match surge_cuda::gpus() {
-                    Ok(g) if common.gpu < g.len() => surge_cuda::compile::arch_for(g[common.gpu].compute_capability),
+                    Ok(g) if common.first_gpu() < g.len() => surge_cuda::compile::arch_for(g[common.first_gpu()].compute_capability),
                     _ => "compute_80",
                 };
                 let t0 = std::time::Instant::now();
@@ -290,21 +328,20 @@ fn cmd_run(
     let stop = stop_on_signals()?;
     let case = load(path, common)?;
     let out_dir = out.unwrap_or_else(|| surge_runtime::default_out_dir(&case));
-    let filled = fill(&case);
-    let chosen = surge_runtime::load(&case, &filled, common.request())
+    let loaded = surge_runtime::simulation(&case, &common.request()?)
         .map_err(|e| Failure(EXIT_BAD_INPUT, format!("{}: {e}", path.display())))?;
-    let threads = chosen.threads as u32;
+    let threads = loaded.threads as u32;
     tracing::info!(
         "{}: {} particles ({} fluid), dp {} m, h {:.5} m, c0 {:.3} m/s, end {} s",
         case.name,
-        filled.len(),
-        filled.fluid_count(),
+        loaded.sim.particles(),
+        loaded.fluid,
         case.dp,
         case.h,
         case.c0,
         case.end_time
     );
-    tracing::info!("{}", chosen.note);
+    tracing::info!("{}", loaded.note);
     tracing::info!("output: {}", out_dir.display());
     let opts = RunOptions {
         max_steps,
@@ -314,7 +351,7 @@ fn cmd_run(
         ..RunOptions::new(out_dir.clone())
     };
     let mut obs = Reporter::new(quiet, case.end_time);
-    let result = surge_runtime::run(&case, chosen.backend, 1, threads, &opts, &mut obs);
+    let result = surge_runtime::run(&case, loaded.sim, threads, &opts, &mut obs);
     obs.finish();
     match result {
         Ok(s) if s.status == surge_io::Summary::INTERRUPTED => {
@@ -428,8 +465,9 @@ fn cmd_bench(cases: BenchCases, steps: u64, common: &Common) -> Result<(), Failu
             name,
         )
         .map_err(|e| Failure(EXIT_BAD_INPUT, e.to_string()))?;
-        let (sim, _) = surge_runtime::simulation(&case, common.request()).map_err(|e| Failure(EXIT_BAD_INPUT, e))?;
-        rows.push(surge_runtime::bench(sim, steps).map_err(|e| Failure(EXIT_RUN_FAILED, e.to_string()))?);
+        let loaded = surge_runtime::simulation(&case, &common.request()?).map_err(|e| Failure(EXIT_BAD_INPUT, e))?;
+        tracing::info!("{}", loaded.note);
+        rows.push(surge_runtime::bench(loaded.sim, steps).map_err(|e| Failure(EXIT_RUN_FAILED, e.to_string()))?);
     }
     println!("{}", surge_runtime::BenchResult::HEADER);
     for r in rows {

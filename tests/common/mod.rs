@@ -43,7 +43,46 @@ pub fn sim(case: &Case, threads: usize) -> Simulation {
 
 /// The case on a given backend.
 pub fn sim_on(case: &Case, backend: BackendChoice, threads: usize) -> Simulation {
-    surge_runtime::simulation(case, DeviceRequest { backend, threads, gpu: 0 }).unwrap_or_else(|e| panic!("{e}")).0
+    surge_runtime::simulation(case, &DeviceRequest::one(backend, threads)).unwrap_or_else(|e| panic!("{e}")).sim
+}
+
+/// The case on `n` devices of the test backend: CPU workers of one thread each, or GPUs
+/// 0..n with `SURGE_TEST_BACKEND=cuda`.
+pub fn sim_devices(case: &Case, n: usize) -> Simulation {
+    let req = match test_backend() {
+        BackendChoice::Cuda => DeviceRequest {
+            backend: BackendChoice::Cuda,
+            threads: 0,
+            workers: 1,
+            gpus: surge_runtime::Gpus::List((0..n).collect()),
+        },
+        _ => DeviceRequest::cpu_workers(n, n),
+    };
+    surge_runtime::simulation(case, &req).unwrap_or_else(|e| panic!("{e}")).sim
+}
+
+/// The snapshot's particles in id order.
+pub fn by_id(s: &Snapshot) -> Snapshot {
+    let o = s.order_by_id();
+    Snapshot {
+        id: o.iter().map(|&i| s.id[i]).collect(),
+        kind: o.iter().map(|&i| s.kind[i]).collect(),
+        pos: o.iter().map(|&i| s.pos[i]).collect(),
+        vel: o.iter().map(|&i| s.vel[i]).collect(),
+        rho: o.iter().map(|&i| s.rho[i]).collect(),
+        p: o.iter().map(|&i| s.p[i]).collect(),
+    }
+}
+
+/// Assert two snapshots hold bitwise the same particles (compared by id).
+pub fn assert_same_particles(a: &Snapshot, b: &Snapshot, what: &str) {
+    let (a, b) = (by_id(a), by_id(b));
+    assert_eq!(a.id, b.id, "{what}: not the same particles");
+    for i in 0..a.len() {
+        assert_eq!(a.pos[i].map(f64::to_bits), b.pos[i].map(f64::to_bits), "{what}: position of particle {}", a.id[i]);
+        assert_eq!(a.vel[i].map(f32::to_bits), b.vel[i].map(f32::to_bits), "{what}: velocity of particle {}", a.id[i]);
+        assert_eq!(a.rho[i].to_bits(), b.rho[i].to_bits(), "{what}: density of particle {}", a.id[i]);
+    }
 }
 
 /// Indices of the fluid particles of a snapshot.

@@ -157,9 +157,11 @@ pub trait Backend: Interpolate + Send {
     /// one: the load balancer moved a boundary) as device `me`: drop the copies; re-key every
     /// owned particle to the cell that holds it (only when `rekey`; a restart keeps the
     /// stored cells); put into `out[side]` every owned particle that lies in the window of
-    /// the neighbour on that side (its edge copies and the particles that now belong to it),
-    /// and keep those of the own slice. Fails with the lowest-id owned particle that left
-    /// the domain or is not finite.
+    /// the neighbour on that side (its copies and the particles that now belong to it), and
+    /// keep those in the own window (`map.window(me)`: the own slice, and copies of
+    /// particles this device owned until now that lie in a band). Every particle of a window
+    /// is then held once: kept by its old owner or sent by it. Fails with the lowest-id owned
+    /// particle that left the domain or is not finite.
     fn rebuild_begin(
         &mut self,
         map: &SliceMap,

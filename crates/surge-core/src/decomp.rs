@@ -3,9 +3,10 @@
 //!
 //! Devices are numbered globally (rank-major, then local device). Device `d` owns the cell
 //! layers `bounds[d]..bounds[d + 1]` of the split axis and holds copies of the `halo` layers
-//! beside its slice on each side (its *window*). Every slice is at least `2 halo` layers
-//! thick, so a device's band of copies comes from its direct neighbour alone and its two
-//! edges (the layers a neighbour copies) never overlap.
+//! beside its slice on each side (its *window*). Every slice is at least `2 halo + 1` layers
+//! thick, so a device's band of copies comes from its direct neighbour alone, its two edges
+//! (the layers a neighbour copies) never overlap, and a particle never travels past a
+//! neighbour's slice between two rebuilds, even when a boundary moves.
 
 use serde::{Deserialize, Serialize};
 
@@ -51,6 +52,11 @@ pub struct Move {
     pub to: i32,
 }
 
+/// The thinnest slice allowed for a halo width.
+pub fn min_width(halo: i32) -> i32 {
+    2 * halo + 1
+}
+
 impl SliceMap {
     /// One device owning all `layers`.
     pub fn single(layers: i32, halo: i32) -> SliceMap {
@@ -59,14 +65,14 @@ impl SliceMap {
 
     /// The thinnest slice allowed.
     pub fn min_width(&self) -> i32 {
-        2 * self.halo
+        min_width(self.halo)
     }
 
     /// `devices` slices of `weights.len()` layers, each as close as it can be to an equal
-    /// share of the total weight (particles per layer) and at least `2 halo` layers thick.
+    /// share of the total weight (particles per layer) and at least `2 halo + 1` layers thick.
     pub fn balanced(weights: &[u64], devices: usize, halo: i32) -> Result<SliceMap, String> {
         let layers = weights.len() as i32;
-        let min = 2 * halo;
+        let min = min_width(halo);
         if devices == 0 {
             return Err("no device to run on".into());
         }
@@ -172,13 +178,13 @@ mod tests {
         let mut w = vec![0; 20];
         w[0] = 100;
         let m = SliceMap::balanced(&w, 3, 2).unwrap();
-        assert_eq!(m.bounds, vec![0, 4, 8, 20]);
-        assert_eq!(m.window(1), (2, 10));
-        assert_eq!(m.window(0), (0, 6));
-        assert_eq!((m.owner(0), m.owner(3), m.owner(4), m.owner(19), m.owner(99)), (0, 0, 1, 2, 2));
+        assert_eq!(m.bounds, vec![0, 5, 10, 20]);
+        assert_eq!(m.window(1), (3, 12));
+        assert_eq!(m.window(0), (0, 7));
+        assert_eq!((m.owner(0), m.owner(4), m.owner(5), m.owner(19), m.owner(99)), (0, 0, 1, 2, 2));
         assert_eq!((m.neighbour(0, Side::Left), m.neighbour(0, Side::Right), m.neighbour(2, Side::Right)), (None, Some(1), None));
-        let e = SliceMap::balanced(&[1; 7], 4, 1).unwrap_err();
-        assert!(e.contains("at least 8 cell layers") && e.contains("at most 3 devices"), "{e}");
+        let e = SliceMap::balanced(&[1; 11], 4, 1).unwrap_err();
+        assert!(e.contains("at least 12 cell layers") && e.contains("at most 3 devices"), "{e}");
         // Heavier right half: more, thinner slices there.
         let w: Vec<u64> = (0..30).map(|l| if l < 15 { 1 } else { 3 }).collect();
         let m = SliceMap::balanced(&w, 2, 1).unwrap();
@@ -193,8 +199,8 @@ mod tests {
         assert_eq!(m.bounds, vec![0, 9, 20, 30]);
         let moves = m.rebalance(&[1.0, 1.0, 3.0], 0.05);
         assert_eq!(moves, vec![Move { boundary: 2, from: 20, to: 21 }]);
-        // Never thinner than 2 halo.
-        let mut m = SliceMap { bounds: vec![0, 2, 4], halo: 1 };
+        // Never thinner than 2 halo + 1.
+        let mut m = SliceMap { bounds: vec![0, 3, 6], halo: 1 };
         assert!(m.rebalance(&[5.0, 1.0], 0.05).is_empty());
         assert!(m.rebalance(&[0.0, 0.0], 0.05).is_empty());
     }

@@ -196,7 +196,7 @@ impl Backend for CpuBackend {
             pool.install(|| sort::rekey(whole, a, own.clone())).map_err(Failure::Particle)?;
         }
         let axis = self.whole.split_axis();
-        let (lo, hi) = map.owned(me);
+        let (lo, hi) = map.window(me);
         let windows = Side::BOTH.map(|s| map.neighbour(me, s).map(|d| map.window(d)));
         let mut keep = Vec::with_capacity(own.len());
         let mut send = [Vec::new(), Vec::new()];

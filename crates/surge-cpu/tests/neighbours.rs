@@ -38,7 +38,8 @@ fn check(text: &str, steps: usize) {
     let case = Case::from_str(text, &[]).unwrap();
     let mut be = CpuBackend::new(&case, &fill(&case), 2).unwrap();
     for _ in 0..steps {
-        be.forces().unwrap();
+        be.forces(surge_core::backend::Part::Edges).unwrap();
+        be.forces(surge_core::backend::Part::Inner).unwrap();
         be.update(surge_core::backend::Update::VerletEuler, 2e-4).unwrap();
     }
     let n = be.len();

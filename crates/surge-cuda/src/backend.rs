@@ -8,7 +8,7 @@ use std::sync::Arc;
 use surge_core::backend::{Backend, BadParticle, Failure, ForceStats, Snapshot, Update, UpdateStats};
 use surge_core::buffers::{BufferId, BufferSet, ParticleState};
 use surge_core::case::{Case, Gauge};
-use surge_core::gauge::{self, Interpolate};
+use surge_core::gauge::Interpolate;
 use surge_core::geometry::Filled;
 use surge_core::grid::Grid;
 use surge_core::physics::constants::Constants;
@@ -23,7 +23,7 @@ pub const CUDA_SKIN_FRACTION: f64 = 0.02;
 /// and checking candidates is half the force pass.
 pub const STENCIL_REACH: i32 = 2;
 
-fn skin_fraction() -> f64 {
+pub(crate) fn skin_fraction() -> f64 {
     std::env::var("SURGE_CUDA_SKIN")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -70,6 +70,7 @@ struct ScanLevel {
 pub struct CudaBackend {
     /// Shared so gauge evaluation can hold it while it borrows the backend.
     case: Arc<Case>,
+    pass: ForceStats,
     grid: Grid,
     name: String,
     compile_note: String,
@@ -197,7 +198,7 @@ impl CudaBackend {
             pos[4 * i..4 * i + 4].copy_from_slice(bytemuck::cast_slice(&p4));
             vel[4 * i..4 * i + 4].copy_from_slice(bytemuck::cast_slice(&v4));
             cell[4 * i..4 * i + 4].copy_from_slice(bytemuck::cast_slice(&[c[0], c[1], c[2], 0]));
-            info[2 * i..2 * i + 2].copy_from_slice(&[i as u32, filled.kind[i] as u32]);
+            info[2 * i..2 * i + 2].copy_from_slice(&[filled.id[i], filled.kind[i] as u32]);
             wall[4 * i..4 * i + 4].copy_from_slice(bytemuck::cast_slice(&filled.wall[i]));
         }
         let up = |h: &[u32], what: &str| stream.clone_htod(h).map_err(|e| fail(&format!("uploading {what}"), e));
@@ -271,6 +272,7 @@ impl CudaBackend {
             gauge_out: stream.alloc_zeros::<f64>(2 * max_points).map_err(|e| fail("allocating gauge sums", e))?,
             front_out: stream.alloc_zeros::<u64>(1).map_err(|e| fail("allocating the front", e))?,
             case: Arc::new(case.clone()),
+            pass: ForceStats::default(),
             grid,
             stream,
             k,
@@ -572,27 +574,48 @@ impl Backend for CudaBackend {
     fn bytes_per_particle(&self) -> usize {
         bytes_per_particle(self.buffers, self.n, self.grid.cell_count())
     }
-    fn skin(&self) -> f64 {
-        self.grid.skin
+    fn grid(&self) -> &Grid {
+        &self.grid
     }
-    fn rebuild(&mut self) -> Result<(), Failure> {
-        match self.try_rebuild(true)? {
+    // One device only until the slices land here (see the runtime's team).
+    fn rebuild_begin(
+        &mut self,
+        map: &surge_core::decomp::SliceMap,
+        _me: usize,
+        rekey: bool,
+        _out: &mut [ParticleState; 2],
+    ) -> Result<(), Failure> {
+        if map.devices() > 1 {
+            return Err(Failure::Device("the CUDA backend runs one device per process for now".into()));
+        }
+        match self.try_rebuild(rekey)? {
             Some(b) => Err(Failure::Particle(b)),
             None => Ok(()),
         }
     }
-    fn forces(&mut self) -> Result<ForceStats, Failure> {
-        Ok(self.try_forces()?)
+    fn rebuild_end(&mut self, _incoming: [ParticleState; 2]) -> Result<(), Failure> {
+        Ok(())
+    }
+    fn forces(&mut self, part: surge_core::backend::Part) -> Result<(), Failure> {
+        if part == surge_core::backend::Part::Inner {
+            self.pass = self.try_forces()?;
+        }
+        Ok(())
+    }
+    fn force_stats(&mut self) -> Result<ForceStats, Failure> {
+        Ok(self.pass)
+    }
+    fn edge_forces(&mut self, _: surge_core::decomp::Side, _: &mut Vec<[f32; 4]>) -> Result<(), Failure> {
+        Err(Failure::Device("the CUDA backend runs one device per process for now".into()))
+    }
+    fn set_copy_forces(&mut self, _: surge_core::decomp::Side, _: &[[f32; 4]]) -> Result<(), Failure> {
+        Err(Failure::Device("the CUDA backend runs one device per process for now".into()))
     }
     fn update(&mut self, which: Update, dt: f64) -> Result<UpdateStats, Failure> {
         self.try_update(which, dt)
     }
     fn snapshot(&mut self, out: &mut Snapshot) -> Result<(), Failure> {
         Ok(self.try_snapshot(out)?)
-    }
-    fn gauges(&mut self, out: &mut Vec<f64>) -> Result<(), Failure> {
-        let case = Arc::clone(&self.case);
-        Ok(gauge::evaluate(&case, self, out)?)
     }
     fn export_state(&mut self, out: &mut ParticleState) -> Result<(), Failure> {
         Ok(self.try_export(out)?)

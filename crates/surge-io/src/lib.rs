@@ -97,6 +97,32 @@ pub struct Summary {
     pub restarted_from: Option<String>,
     /// The last checkpoint this run wrote: where `--restart latest` continues.
     pub checkpoint: Option<String>,
+    /// Per device (global device order), this run's figures.
+    #[serde(default)]
+    pub devices: Vec<DeviceSummary>,
+}
+
+/// One device's figures in the [`Summary`].
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, Default, PartialEq)]
+pub struct DeviceSummary {
+    /// Global device number.
+    pub device: u32,
+    /// Backend name, e.g. `cuda:1 (NVIDIA H200)`.
+    pub backend: String,
+    /// Particles owned at the end.
+    pub particles: u64,
+    /// Cell layers owned at the end along the split axis, `[lo, hi)`.
+    pub slice: [i32; 2],
+    /// Seconds computing forces (exchange excluded).
+    pub force_seconds: f64,
+    /// Seconds in exchanges: edge forces each pass, particles at rebuilds.
+    pub exchange_seconds: f64,
+    /// Seconds of exchange the device waited on (not hidden behind its own work).
+    pub exposed_exchange_seconds: f64,
+    /// Seconds in reductions (dt, displacement), including waiting for slower devices.
+    pub reduce_seconds: f64,
+    /// Moves of this device's slice boundaries by the load balancer.
+    pub boundary_moves: u64,
 }
 
 impl Summary {

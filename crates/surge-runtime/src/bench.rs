@@ -26,6 +26,12 @@ pub struct BenchResult {
     pub stages: StageTimes,
     /// Rebuilds during the timed steps.
     pub rebuilds: u64,
+    /// Devices.
+    pub devices: usize,
+    /// Largest exchange seconds of a device over the timed steps.
+    pub exchange: f64,
+    /// Largest exposed (waited-on) exchange seconds of a device over the timed steps.
+    pub exposed: f64,
 }
 
 impl BenchResult {
@@ -38,12 +44,12 @@ impl BenchResult {
         self.particles as f64 * self.steps as f64 / self.seconds
     }
     /// Header of [`BenchResult::row`].
-    pub const HEADER: &'static str = "case           backend                particles   steps    ms/step  particle-st/s  bytes/p  forces  update  rebuild (rebuilds)";
+    pub const HEADER: &'static str = "case           backend                particles   steps    ms/step  particle-st/s  bytes/p  forces  update  rebuild (rebuilds)  exposed";
     /// One table row: the stage columns are shares of the step time.
     pub fn row(&self) -> String {
         let share = |x: f64| format!("{:.0}%", 100.0 * x / self.seconds);
         format!(
-            "{:<14} {:<20} {:>11} {:>7} {:>10.3} {:>14.4e} {:>8} {:>7} {:>7} {:>8} ({})",
+            "{:<14} {:<20} {:>11} {:>7} {:>10.3} {:>14.4e} {:>8} {:>7} {:>7} {:>8} ({}) {:>8}",
             self.case,
             self.backend,
             self.particles,
@@ -54,7 +60,8 @@ impl BenchResult {
             share(self.stages.forces),
             share(self.stages.update),
             share(self.stages.rebuild),
-            self.rebuilds
+            self.rebuilds,
+            share(self.exposed)
         )
     }
 }
@@ -64,7 +71,7 @@ pub fn bench(mut sim: Simulation, steps: u64) -> Result<BenchResult, crate::Step
     for _ in 0..WARM_UP_STEPS {
         sim.step(f64::INFINITY)?;
     }
-    let (times0, rebuilds0) = (sim.stage_times(), sim.rebuilds());
+    let (times0, rebuilds0, reports0) = (sim.stage_times(), sim.rebuilds(), sim.reports());
     let t0 = Instant::now();
     for _ in 0..steps {
         sim.step(f64::INFINITY)?;
@@ -76,15 +83,21 @@ pub fn bench(mut sim: Simulation, steps: u64) -> Result<BenchResult, crate::Step
         forces: t.forces - times0.forces,
         update: t.update - times0.update,
     };
-    let b = sim.backend();
+    let reports = sim.reports();
+    let delta = |f: fn(&crate::DeviceTimes) -> f64| {
+        reports.iter().zip(&reports0).map(|(r, r0)| f(&r.times) - f(&r0.times)).fold(0.0, f64::max)
+    };
     Ok(BenchResult {
         case: sim.case().name.clone(),
-        backend: b.name(),
-        particles: b.len(),
+        backend: sim.backend_name(),
+        particles: sim.particles() as usize,
         steps,
         seconds,
-        bytes_per_particle: b.bytes_per_particle(),
+        bytes_per_particle: sim.bytes_per_particle(),
         stages,
         rebuilds: sim.rebuilds() - rebuilds0,
+        devices: reports.len(),
+        exchange: delta(|t| t.exchange),
+        exposed: delta(|t| t.exposed),
     })
 }

@@ -1,7 +1,11 @@
-//! Choosing the execution role: CPU cores, a GPU, or the best available.
+//! Choosing the execution role: CPU cores, GPUs, or the best available; and how many.
 
+use crate::simulation::Simulation;
+use crate::team::Loader;
 use surge_core::backend::Backend;
-use surge_core::geometry::Filled;
+use surge_core::decomp::SliceMap;
+use surge_core::geometry::{fill, Filled};
+use surge_core::grid::Grid;
 use surge_core::Case;
 use surge_cpu::CpuBackend;
 use surge_cuda::CudaBackend;
@@ -17,15 +21,37 @@ pub enum BackendChoice {
     Cuda,
 }
 
+/// Which GPUs to use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Gpus {
+    /// These ordinals, one device each.
+    List(Vec<usize>),
+    /// Every visible GPU.
+    All,
+}
+
 /// Where to run and with how much.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct DeviceRequest {
     /// Backend.
     pub backend: BackendChoice,
-    /// CPU threads (0: all cores).
+    /// CPU threads in all (0: all cores), shared evenly by the CPU workers.
     pub threads: usize,
-    /// GPU ordinal.
-    pub gpu: usize,
+    /// CPU workers (devices on the CPU), each a slice with its share of the threads.
+    pub workers: usize,
+    /// GPUs (with a GPU backend).
+    pub gpus: Gpus,
+}
+
+impl DeviceRequest {
+    /// One device of `backend` with `threads` threads (0: all cores), GPU 0.
+    pub fn one(backend: BackendChoice, threads: usize) -> DeviceRequest {
+        DeviceRequest { backend, threads, workers: 1, gpus: Gpus::List(vec![0]) }
+    }
+    /// `workers` CPU workers sharing `threads` threads (0: all cores).
+    pub fn cpu_workers(workers: usize, threads: usize) -> DeviceRequest {
+        DeviceRequest { backend: BackendChoice::Cpu, threads, workers, gpus: Gpus::List(vec![0]) }
+    }
 }
 
 /// A backend loaded with the case's particles, and why it was chosen (for the log).
@@ -50,27 +76,156 @@ pub fn cuda_unavailable(gpu: usize) -> Option<String> {
     }
 }
 
-/// Load the filled case on the requested backend.
-pub fn load(case: &Case, filled: &Filled, req: DeviceRequest) -> Result<Chosen, String> {
-    let cpu = |note: String| -> Result<Chosen, String> {
-        let b = CpuBackend::new(case, filled, req.threads)?;
-        let threads = b.threads();
-        Ok(Chosen { note: format!("{note}cpu ({threads} threads)"), backend: Box::new(b), threads })
+/// The backend kind a request resolves to, with the GPU ordinals, and the note for `auto`.
+enum Resolved {
+    Cpu,
+    Cuda(Vec<usize>),
+}
+
+fn resolve(req: &DeviceRequest) -> Result<(Resolved, String), String> {
+    let ordinals = || -> Result<Vec<usize>, String> {
+        match &req.gpus {
+            Gpus::List(l) => {
+                let mut seen = std::collections::HashSet::new();
+                if let Some(d) = l.iter().find(|&&d| !seen.insert(d)) {
+                    return Err(format!("--devices names GPU {d} twice"));
+                }
+                Ok(l.clone())
+            }
+            Gpus::All => surge_cuda::gpus().map(|g| (0..g.len()).collect()),
+        }
     };
-    let cuda = |note: &str| -> Result<Chosen, String> {
-        let b = CudaBackend::new(case, filled, req.gpu)?;
-        let note = format!("{note}{}; {}", b.name(), b.compile_note());
-        Ok(Chosen { backend: Box::new(b), note, threads: 1 })
+    let usable = |ords: &[usize]| -> Option<String> {
+        if ords.is_empty() {
+            return Some("no GPU is visible".into());
+        }
+        ords.iter().find_map(|&d| cuda_unavailable(d))
     };
     match req.backend {
-        BackendChoice::Cpu => cpu(String::new()),
-        BackendChoice::Cuda => match cuda_unavailable(req.gpu) {
-            Some(why) => Err(format!("--backend cuda: {why}")),
-            None => cuda(""),
+        BackendChoice::Cpu => Ok((Resolved::Cpu, String::new())),
+        BackendChoice::Cuda => {
+            let ords = ordinals().map_err(|e| format!("--backend cuda: {e}"))?;
+            match usable(&ords) {
+                Some(why) => Err(format!("--backend cuda: {why}")),
+                None => Ok((Resolved::Cuda(ords), String::new())),
+            }
+        }
+        BackendChoice::Auto => match ordinals().ok().and_then(|o| usable(&o).is_none().then_some(o)) {
+            Some(ords) => Ok((Resolved::Cuda(ords), "backend auto: ".into())),
+            None => {
+                let why = ordinals().map_or_else(|e| e, |o| usable(&o).unwrap_or_default());
+                Ok((Resolved::Cpu, format!("backend auto: no usable GPU ({why}); running on ")))
+            }
         },
-        BackendChoice::Auto => match cuda_unavailable(req.gpu) {
-            Some(why) => cpu(format!("backend auto: no usable GPU ({why}); running on ")),
-            None => cuda("backend auto: "),
-        },
+    }
+}
+
+/// CPU threads per worker: `threads` (0: all cores) shared evenly, at least one each.
+fn threads_each(threads: usize, workers: usize) -> usize {
+    let all = if threads == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { threads };
+    (all / workers.max(1)).max(1)
+}
+
+/// Load the filled case on one device of the requested backend (the first GPU listed).
+pub fn load(case: &Case, filled: &Filled, req: &DeviceRequest) -> Result<Chosen, String> {
+    let (resolved, note) = resolve(req)?;
+    match resolved {
+        Resolved::Cpu => {
+            let b = CpuBackend::new(case, filled, req.threads)?;
+            let threads = b.threads();
+            Ok(Chosen { note: format!("{note}cpu ({threads} threads)"), backend: Box::new(b), threads })
+        }
+        Resolved::Cuda(ords) => {
+            let b = CudaBackend::new(case, filled, ords[0])?;
+            let note = format!("{note}{}; {}", b.name(), b.compile_note());
+            Ok(Chosen { backend: Box::new(b), note, threads: 1 })
+        }
+    }
+}
+
+/// A case loaded on its devices.
+pub struct Loaded {
+    /// The simulation, at t = 0.
+    pub sim: Simulation,
+    /// One line for the log: what runs where, and for `auto` why.
+    pub note: String,
+    /// CPU threads per device (1 for a GPU's driving thread).
+    pub threads: usize,
+    /// Fluid particles.
+    pub fluid: usize,
+}
+
+/// Fill a case and load it on the requested devices: one device runs on the calling
+/// thread; several are cut into slices of equal particle counts along the split axis, each
+/// loaded by its own worker thread.
+pub fn simulation(case: &Case, req: &DeviceRequest) -> Result<Loaded, String> {
+    let filled = fill(case);
+    let (resolved, note) = resolve(req)?;
+    let n = match &resolved {
+        Resolved::Cpu => req.workers.max(1),
+        Resolved::Cuda(o) => o.len(),
+    };
+    if n == 1 {
+        let one = DeviceRequest { gpus: Gpus::List(ords_of(&resolved)), ..req.clone() };
+        let chosen = load(case, &filled, &one)?;
+        let fluid = filled.fluid_count();
+        return Ok(Loaded {
+            sim: Simulation::new(case.clone(), chosen.backend),
+            note: chosen.note,
+            threads: chosen.threads,
+            fluid,
+        });
+    }
+    if !case.divisible() {
+        return Err(format!(
+            "{n} devices: the case is periodic along every axis, so it cannot be cut into slices; run it on one device"
+        ));
+    }
+    let grid = match &resolved {
+        Resolved::Cpu => Grid::new(case, case.split_axis())?,
+        Resolved::Cuda(_) => surge_cuda::grid_for(case)?,
+    };
+    let axis = grid.split_axis();
+    let last = grid.layers() - 1;
+    let layer: Vec<i32> = filled.pos.iter().map(|&x| grid.locate(x).0[axis].clamp(0, last)).collect();
+    let mut weights = vec![0u64; grid.layers() as usize];
+    for &l in &layer {
+        weights[l as usize] += 1;
+    }
+    let map = SliceMap::balanced(&weights, n, grid.reach)?;
+    let threads = threads_each(req.threads, n);
+    let loaders: Vec<Loader> = (0..n)
+        .map(|d| {
+            let part = filled.subset(|i| map.owner(layer[i]) == d);
+            let case = case.clone();
+            match &resolved {
+                Resolved::Cpu => Box::new(move || {
+                    CpuBackend::new(&case, &part, threads).map(|b| Box::new(b) as Box<dyn Backend>)
+                }) as Loader,
+                Resolved::Cuda(o) => {
+                    let ord = o[d];
+                    Box::new(move || CudaBackend::new(&case, &part, ord).map(|b| Box::new(b) as Box<dyn Backend>))
+                        as Loader
+                }
+            }
+        })
+        .collect();
+    let fluid = filled.fluid_count();
+    drop(filled);
+    let sim = Simulation::team(case.clone(), map, grid, loaders)?;
+    let names = sim.backend_names();
+    let what = match &resolved {
+        Resolved::Cpu => format!("{n} cpu workers ({threads} threads each)"),
+        Resolved::Cuda(_) => format!("{n} GPUs: {}", names.join(", ")),
+    };
+    let note = format!("{note}{what}, split along {}", ["x", "y", "z"][axis]);
+    let threads = if matches!(resolved, Resolved::Cpu) { threads } else { 1 };
+    Ok(Loaded { sim, note, threads, fluid })
+}
+
+fn ords_of(r: &Resolved) -> Vec<usize> {
+    match r {
+        Resolved::Cpu => vec![0],
+        Resolved::Cuda(o) => o.clone(),
     }
 }

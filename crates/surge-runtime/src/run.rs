@@ -13,10 +13,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
-use surge_core::backend::{Backend, Snapshot};
+use surge_core::backend::Snapshot;
 use surge_core::buffers::{Kind, ParticleState};
 use surge_core::Case;
-use surge_io::{write_summary, FrameWriter, GaugeWriter, Summary};
+use surge_io::{write_summary, DeviceSummary, FrameWriter, GaugeWriter, Summary};
 
 /// How to run.
 #[derive(Debug, Clone)]
@@ -172,8 +172,7 @@ struct Start {
 /// ([`RunError::Restart`]) leaves it as it was.
 pub fn run(
     case: &Case,
-    backend: Box<dyn Backend>,
-    workers: u32,
+    mut sim: Simulation,
     threads: u32,
     opts: &RunOptions,
     obs: &mut dyn Observer,
@@ -185,15 +184,14 @@ pub fn run(
     };
     let mut summary = Summary {
         case: case.name.clone(),
-        particles: backend.len() as u64,
-        bytes_per_particle: backend.bytes_per_particle() as u64,
-        backend: backend.name(),
-        workers,
+        particles: sim.particles(),
+        bytes_per_particle: sim.bytes_per_particle() as u64,
+        backend: sim.backend_name(),
+        workers: sim.device_count() as u32,
         threads,
         end_time: case.end_time,
         ..Summary::default()
     };
-    let mut sim = Simulation::new(case.clone(), backend);
     let mut start = Start::default();
     if let Some(r) = restart {
         let h = &r.checkpoint.header;
@@ -252,7 +250,10 @@ pub fn run(
     let opts2 = opts.clone();
     let worker = std::thread::Builder::new()
         .name("surge-worker-0".into())
-        .spawn(move || worker_loop(sim, &opts2, start, &tx))
+        .spawn(move || {
+            worker_loop(&mut sim, &opts2, start, &tx);
+            sim.reports()
+        })
         .map_err(|e| (RunError::Worker(e.to_string()), None))?;
 
     // Throughput of this run only: a restarted run did not take the earlier steps.
@@ -332,9 +333,15 @@ pub fn run(
     if failure.is_some() {
         // The receiver is dropped when this function returns; the worker stops at its next send.
         drop(worker);
-    } else if let Err(p) = worker.join() {
-        let m = p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()));
-        failure = Some(RunError::Worker(m.unwrap_or_else(|| "panic".into())));
+    } else {
+        match worker.join() {
+            Ok(reports) => summary.devices = reports.iter().map(device_summary).collect(),
+            Err(p) => {
+                let m =
+                    p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()));
+                failure = Some(RunError::Worker(m.unwrap_or_else(|| "panic".into())));
+            }
+        }
     }
     if let Some(RunError::Io(_)) | Some(RunError::Worker(_)) = &failure {
         summary.status = Summary::FAILED.into();
@@ -345,6 +352,20 @@ pub fn run(
         (Some(e), _) => Err((e, Some(summary))),
         (None, Err(e)) => Err((e.into(), Some(summary))),
         (None, Ok(())) => Ok(summary),
+    }
+}
+
+fn device_summary(r: &crate::DeviceReport) -> DeviceSummary {
+    DeviceSummary {
+        device: r.device as u32,
+        backend: r.name.clone(),
+        particles: r.particles,
+        slice: [r.slice.0, r.slice.1],
+        force_seconds: r.times.forces,
+        exchange_seconds: r.times.exchange,
+        exposed_exchange_seconds: r.times.exposed,
+        reduce_seconds: r.times.reduce,
+        boundary_moves: r.moves,
     }
 }
 
@@ -384,7 +405,7 @@ impl Schedule {
 /// checkpoint (when due, at the end of the run when checkpoints are on, or when the stop
 /// flag is set), then done or stopped. Checkpoints never shorten a step (frames and gauges
 /// do, to land on their times), so writing them does not change the run.
-fn worker_loop(mut sim: Simulation, opts: &RunOptions, start: Start, tx: &mpsc::SyncSender<Msg>) {
+fn worker_loop(sim: &mut Simulation, opts: &RunOptions, start: Start, tx: &mpsc::SyncSender<Msg>) {
     let end = sim.case().end_time;
     let t0 = sim.time();
     let schedule = |interval: f64| {
@@ -411,7 +432,7 @@ fn worker_loop(mut sim: Simulation, opts: &RunOptions, start: Start, tx: &mpsc::
         if gauge.due(t) && !sim.case().gauges.is_empty() {
             let values = match sim.gauges() {
                 Ok(v) => v,
-                Err(e) => return failed(&mut sim, e),
+                Err(e) => return failed(sim, e),
             };
             if !send(Msg::Gauges { time: t, values }) {
                 return;
@@ -421,7 +442,7 @@ fn worker_loop(mut sim: Simulation, opts: &RunOptions, start: Start, tx: &mpsc::
         if frame.due(t) {
             let snap = match sim.snapshot() {
                 Ok(s) => s,
-                Err(e) => return failed(&mut sim, e),
+                Err(e) => return failed(sim, e),
             };
             if !send(Msg::Frame { index: frame_index, time: t, snap }) {
                 return;
@@ -438,7 +459,7 @@ fn worker_loop(mut sim: Simulation, opts: &RunOptions, start: Start, tx: &mpsc::
             }
             let mut particles = Box::<ParticleState>::default();
             if let Err(e) = sim.export_particles(&mut particles) {
-                return failed(&mut sim, e);
+                return failed(sim, e);
             }
             let wall = start.wall + clock.elapsed().as_secs_f64();
             if !send(Msg::Checkpoint { state: sim.step_state(), next_frame: frame_index, wall, particles }) {
@@ -472,7 +493,7 @@ fn worker_loop(mut sim: Simulation, opts: &RunOptions, start: Start, tx: &mpsc::
         }
         let limit = end.min(frame.time()).min(if sim.case().gauges.is_empty() { end } else { gauge.time() });
         if let Err(error) = sim.step(limit) {
-            return failed(&mut sim, error);
+            return failed(sim, error);
         }
     }
 }

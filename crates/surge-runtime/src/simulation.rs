@@ -1,10 +1,17 @@
-//! The step plan driven over one backend: what a smart worker does between exchanges.
+//! A case running on its devices: one driven on the calling thread, or several smart
+//! workers on threads of their own ([`crate::team`]), behind one interface.
 
+use crate::exchange::Solo;
+use crate::team::{Loader, Team};
+use crate::worker::{DeviceError, DeviceReport, DeviceTimes, Worker};
 use std::fmt;
-use std::time::Instant;
-use surge_core::backend::{Backend, Failure, ForceStats, Snapshot};
+use surge_core::backend::{Backend, Failure, Snapshot};
 use surge_core::buffers::ParticleState;
-use surge_core::step::{plan, time_step, Stage};
+use surge_core::decomp::SliceMap;
+use surge_core::gauge;
+use surge_core::grid::Grid;
+#[allow(unused_imports)]
+use surge_core::step::plan;
 use surge_core::Case;
 
 /// A step that failed: which step, when, and why (a particle that blew up, or the device).
@@ -39,7 +46,7 @@ impl std::error::Error for StepError {}
 /// the rebuild bookkeeping (the next rebuild, hence the neighbour order, depends on it).
 /// With the particles in storage order, this is what a checkpoint must hold for a restart
 /// to continue bitwise.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct StepState {
     /// Steps done.
     pub step: u64,
@@ -56,7 +63,8 @@ pub struct StepState {
 }
 
 /// Wall seconds spent in each stage since the start (backends finish their work before a
-/// stage returns, so host clocks measure device stages too).
+/// stage returns, so host clocks measure device stages too). With several devices, each
+/// stage's largest time over the devices.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct StageTimes {
     /// Re-key and sort.
@@ -74,44 +82,87 @@ impl StageTimes {
     }
 }
 
-/// A case running on one backend.
+/// A case running on one device or several: the smart workers and the clock they share.
 pub struct Simulation {
-    times: StageTimes,
     case: Case,
-    backend: Box<dyn Backend>,
-    time: f64,
-    step: u64,
-    dt: f64,
-    /// Half the skin: neighbour lists hold while no particle has moved farther.
-    half_skin: f64,
-    /// Upper bound of any particle's displacement since the last rebuild.
-    drift: f64,
-    /// Largest displacement during the last step.
-    last_disp: f64,
-    rebuilds: u64,
+    /// The clock (the same on every device).
+    clock: StepState,
+    devices: Devices,
+}
+
+enum Devices {
+    /// One device, driven on the calling thread.
+    Solo(Box<Worker>),
+    /// Several, each on its own worker thread.
+    Team(Team),
 }
 
 impl Simulation {
-    /// Start at t = 0 with a backend that holds the filled (and sorted) particles.
+    /// Start at t = 0 with one backend that holds the filled (and sorted) particles.
     pub fn new(case: Case, backend: Box<dyn Backend>) -> Simulation {
-        let half_skin = 0.5 * backend.skin();
-        Simulation {
-            times: StageTimes::default(),
-            case,
-            backend,
-            time: 0.0,
-            step: 0,
-            dt: 0.0,
-            half_skin,
-            drift: 0.0,
-            last_disp: 0.0,
-            rebuilds: 0,
+        let map = SliceMap::single(backend.grid().layers(), backend.grid().reach);
+        let worker = Worker::new(&case, backend, Box::new(Solo), map);
+        Simulation { clock: worker.clock, case, devices: Devices::Solo(Box::new(worker)) }
+    }
+
+    /// Start at t = 0 on several devices, each worker thread loading its particles with its
+    /// entry of `loaders` (device d owns the slice `map.owned(d)`), then the first rebuild
+    /// brings the copies. Fails with the first device (in device order) that could not load.
+    pub fn team(case: Case, map: SliceMap, grid: Grid, loaders: Vec<Loader>) -> Result<Simulation, String> {
+        let team = Team::start(&case, map, grid, loaders)?;
+        let clock = StepState::default();
+        Ok(Simulation { case, clock, devices: Devices::Team(team) })
+    }
+
+    /// Time spent in each stage so far (each stage's largest over the devices).
+    pub fn stage_times(&self) -> StageTimes {
+        let reports = self.reports();
+        let max = |f: fn(&DeviceTimes) -> f64| reports.iter().map(|r| f(&r.times)).fold(0.0, f64::max);
+        StageTimes { rebuild: max(|t| t.rebuild), forces: max(|t| t.forces), update: max(|t| t.update) }
+    }
+
+    /// What each device reports: slice, particles, times, boundary moves.
+    pub fn reports(&self) -> Vec<DeviceReport> {
+        match &self.devices {
+            Devices::Solo(w) => vec![w.report()],
+            Devices::Team(t) => t.reports(),
         }
     }
 
-    /// Time spent in each stage so far.
-    pub fn stage_times(&self) -> StageTimes {
-        self.times
+    /// Number of devices.
+    pub fn device_count(&self) -> usize {
+        match &self.devices {
+            Devices::Solo(_) => 1,
+            Devices::Team(t) => t.handles.len(),
+        }
+    }
+
+    /// Particles owned over all devices.
+    pub fn particles(&self) -> u64 {
+        self.reports().iter().map(|r| r.particles).sum()
+    }
+
+    /// The backends' names, one per device (`cuda:0 (...) ×4` style joins are the caller's).
+    pub fn backend_names(&self) -> Vec<String> {
+        self.reports().into_iter().map(|r| r.name).collect()
+    }
+
+    /// The backend's name; with several devices, their count and names.
+    pub fn backend_name(&self) -> String {
+        let names = self.backend_names();
+        match names.as_slice() {
+            [one] => one.clone(),
+            _ if names.iter().all(|n| n.starts_with("cpu")) => format!("{} x {}", names.len(), names[0]),
+            _ => format!("{} devices: {}", names.len(), names.join(", ")),
+        }
+    }
+
+    /// Device memory per particle (the largest over the devices).
+    pub fn bytes_per_particle(&self) -> usize {
+        match &self.devices {
+            Devices::Solo(w) => w.backend.bytes_per_particle(),
+            Devices::Team(t) => t.bytes_per_particle,
+        }
     }
 
     /// The case.
@@ -120,123 +171,109 @@ impl Simulation {
     }
     /// Simulated time.
     pub fn time(&self) -> f64 {
-        self.time
+        self.clock.time
     }
     /// Steps done.
     pub fn steps(&self) -> u64 {
-        self.step
+        self.clock.step
     }
     /// The last time step.
     pub fn dt(&self) -> f64 {
-        self.dt
+        self.clock.dt
     }
     /// Rebuilds done (re-key and sort).
     pub fn rebuilds(&self) -> u64 {
-        self.rebuilds
-    }
-    /// The backend.
-    pub fn backend(&self) -> &dyn Backend {
-        self.backend.as_ref()
+        self.clock.rebuilds
     }
 
-    /// Copy the particles to the host.
+    fn error(&self, e: DeviceError) -> StepError {
+        let failure = e.unwrap_or_else(|| Failure::Device("a device's worker stopped".into()));
+        StepError { step: self.clock.step, time: self.clock.time, failure }
+    }
+
+    /// Copy the owned particles of every device to the host (device order).
     pub fn snapshot(&mut self) -> Result<Snapshot, StepError> {
-        let mut s = Snapshot::default();
-        self.backend.snapshot(&mut s).map_err(|f| self.error(f))?;
-        Ok(s)
-    }
-
-    fn error(&self, failure: Failure) -> StepError {
-        StepError { step: self.step, time: self.time, failure }
+        let r = match &mut self.devices {
+            Devices::Solo(w) => {
+                let mut s = Snapshot::default();
+                w.backend.snapshot(&mut s).map(|_| s)
+            }
+            Devices::Team(t) => t.snapshot(),
+        };
+        r.map_err(|f| self.error(Some(f)))
     }
 
     /// The clock and the rebuild bookkeeping, for a checkpoint.
     pub fn step_state(&self) -> StepState {
-        StepState {
-            step: self.step,
-            time: self.time,
-            dt: self.dt,
-            drift: self.drift,
-            last_disp: self.last_disp,
-            rebuilds: self.rebuilds,
-        }
+        self.clock
     }
 
-    /// Copy the conserved particle state off the backend, for a checkpoint.
+    /// Copy the conserved particle state of every device (device order, so sorted by
+    /// cell key along the split axis), for a checkpoint.
     pub fn export_particles(&mut self, out: &mut ParticleState) -> Result<(), StepError> {
-        self.backend.export_state(out).map_err(|f| self.error(f))
+        let r = match &mut self.devices {
+            Devices::Solo(w) => w.backend.export_state(out),
+            Devices::Team(t) => t.export(out),
+        };
+        r.map_err(|f| self.error(Some(f)))
     }
 
-    /// Continue from a checkpoint: the backend takes the particles as they were stored (no
+    /// Continue from a checkpoint: the devices take the particles as they were stored (no
     /// re-key, so neighbour order and rebuild times are those of the run that wrote it) and
-    /// the clock and rebuild bookkeeping are set back. Any backend and thread count may
-    /// take a state that any other exported.
+    /// the clock and rebuild bookkeeping are set back. Any backend, device and thread count
+    /// may take a state that any other exported: the slices are drawn anew from the stored
+    /// particles.
     pub fn restore(&mut self, state: StepState, particles: ParticleState) -> Result<(), String> {
-        self.backend.import_state(particles)?;
-        let StepState { step, time, dt, drift, last_disp, rebuilds } = state;
-        (self.step, self.time, self.dt, self.drift, self.last_disp, self.rebuilds) =
-            (step, time, dt, drift, last_disp, rebuilds);
+        match &mut self.devices {
+            Devices::Solo(w) => {
+                w.backend.import_state(particles)?;
+                w.clock = state;
+                w.rebuild(false).map_err(|e| e.map_or("a device failed".to_string(), |f| f.to_string()))?;
+            }
+            Devices::Team(t) => t.import(state, particles)?,
+        }
+        self.clock = state;
         Ok(())
     }
 
     /// Evaluate the gauges now.
     pub fn gauges(&mut self) -> Result<Vec<f64>, StepError> {
         let mut g = Vec::new();
-        self.backend.gauges(&mut g).map_err(|f| self.error(f))?;
+        let case = self.case.clone();
+        let r = match &mut self.devices {
+            Devices::Solo(w) => gauge::evaluate(&case, w.backend.as_mut(), &mut g),
+            Devices::Team(t) => gauge::evaluate(&case, t, &mut g),
+        };
+        r.map_err(|m| self.error(Some(Failure::Device(m))))?;
         Ok(g)
     }
 
-    /// One step of the plan, its dt shortened so the time does not pass `limit`.
+    /// One step of the plan on every device, its dt shortened so the time does not pass
+    /// `limit`.
     ///
     /// Sequence: rebuild when some particle may have moved half the skin since the last
     /// rebuild (the largest displacement of this step counted twice as a margin for the
     /// next one; NaN forces a rebuild, which reports the particle); then the stages of
-    /// [`plan`]: force passes, the time step from the first pass, updates.
+    /// [`plan`]: force passes (edges first, their values to the neighbours while the inner
+    /// particles are computed), the time step reduced over the devices from the first
+    /// pass, updates; then the step's largest displacement reduced over the devices.
     pub fn step(&mut self, limit: f64) -> Result<(), StepError> {
-        if !(self.drift + 2.0 * self.last_disp <= self.half_skin) {
-            let t0 = Instant::now();
-            self.backend.rebuild().map_err(|f| self.error(f))?;
-            self.times.rebuild += t0.elapsed().as_secs_f64();
-            self.drift = 0.0;
-            self.rebuilds += 1;
-        }
-        let mut stats = ForceStats::default();
-        let mut dt = 0.0;
-        let mut disp = 0.0;
-        for stage in plan(&self.case, self.step) {
-            match *stage {
-                Stage::Forces => {
-                    let t0 = Instant::now();
-                    stats = self.backend.forces().map_err(|f| self.error(f))?;
-                    self.times.forces += t0.elapsed().as_secs_f64();
-                }
-                Stage::ReduceDt => {
-                    dt = time_step(&self.case, &stats);
-                    let left = limit - self.time;
-                    // Land on `limit` exactly, without leaving a sliver step after it.
-                    if dt >= left * 0.99 {
-                        dt = left;
-                    }
-                }
-                Stage::Update(u) => {
-                    let t0 = Instant::now();
-                    let s = self.backend.update(u, dt).map_err(|f| self.error(f))?;
-                    self.times.update += t0.elapsed().as_secs_f64();
-                    disp += s.disp_max as f64;
-                }
+        let r = match &mut self.devices {
+            Devices::Solo(w) => w.step(limit).map(|_| w.clock),
+            Devices::Team(t) => t.step(limit),
+        };
+        match r {
+            Ok(c) => {
+                self.clock = c;
+                Ok(())
             }
+            Err(e) => Err(self.error(e)),
         }
-        self.drift += disp;
-        self.last_disp = disp;
-        self.dt = dt;
-        self.time = if dt == limit - self.time { limit } else { self.time + dt };
-        self.step += 1;
-        Ok(())
     }
 
     /// Step until the time reaches `t`.
     pub fn advance_to(&mut self, t: f64) -> Result<(), StepError> {
-        while self.time < t {
+        while self.clock.time < t {
             self.step(t)?;
         }
         Ok(())

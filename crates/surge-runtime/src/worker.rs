@@ -1,0 +1,337 @@
+//! The smart worker: one device running the step plan itself over its backend, meeting the
+//! other devices only at the halo exchanges and the reductions.
+//!
+//! Every device holds the same clock (step, time, dt, rebuild bookkeeping): it changes only
+//! through reduced values, so all devices decide the same dt and rebuild at the same step.
+//! A device that fails keeps taking part in every exchange (sending failure notices instead
+//! of data) until the next reduction tells everyone, so no device waits forever.
+
+use crate::exchange::{Exchange, Packet};
+use crate::simulation::StepState;
+use std::time::Instant;
+use surge_core::backend::{Backend, Failure, ForceStats, Part};
+use surge_core::buffers::ParticleState;
+use surge_core::decomp::{Move, Side, SliceMap};
+use surge_core::step::{plan, time_step, Stage};
+use surge_core::Case;
+
+/// Wall seconds a device spent, since the start.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct DeviceTimes {
+    /// Re-key, sort and the rebuild's particle exchange.
+    pub rebuild: f64,
+    /// Force computation (edges, inner, waiting for the device), exchange excluded.
+    pub forces: f64,
+    /// Updates.
+    pub update: f64,
+    /// Every exchange: edge forces out and in, particles at rebuilds.
+    pub exchange: f64,
+    /// The part of the force passes' exchange the device waited on: taking the edge values
+    /// off the device, waiting for the neighbours' values, putting them on the copies.
+    pub exposed: f64,
+    /// Reductions (dt, displacement, balancing times), waiting for the slowest device.
+    pub reduce: f64,
+}
+
+/// What a device reports about itself.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeviceReport {
+    /// Global device number.
+    pub device: usize,
+    /// Backend name.
+    pub name: String,
+    /// Particles owned.
+    pub particles: u64,
+    /// Layers owned `lo..hi`.
+    pub slice: (i32, i32),
+    /// Times.
+    pub times: DeviceTimes,
+    /// Boundary moves applied (all devices count all moves).
+    pub moves: u64,
+}
+
+/// How a device's step ended badly: its own failure, or another device's (reported there).
+pub(crate) type DeviceError = Option<Failure>;
+
+/// One device and its links.
+pub(crate) struct Worker {
+    pub backend: Box<dyn Backend>,
+    ex: Box<dyn Exchange>,
+    case: Case,
+    /// The slice map of the last rebuild.
+    pub map: SliceMap,
+    /// A map decided by the load balancer, applied at the next rebuild.
+    pending: Option<SliceMap>,
+    pub clock: StepState,
+    half_skin: f64,
+    pub times: DeviceTimes,
+    /// Force seconds since the last balancing decision.
+    window_forces: f64,
+    pub moves: u64,
+    /// This device failed: its failure, reported at the next reduction.
+    failed: Option<Failure>,
+    /// A neighbour sent a failure notice, or a link broke.
+    peer_failed: bool,
+    edge_buf: Vec<[f32; 4]>,
+}
+
+impl Worker {
+    /// A device with its particles loaded and sorted under `map` (the backend's own
+    /// rebuild); [`Worker::rebuild`] brings the copies.
+    pub fn new(case: &Case, backend: Box<dyn Backend>, ex: Box<dyn Exchange>, map: SliceMap) -> Worker {
+        let half_skin = 0.5 * backend.skin();
+        Worker {
+            backend,
+            ex,
+            case: case.clone(),
+            map,
+            pending: None,
+            clock: StepState::default(),
+            half_skin,
+            times: DeviceTimes::default(),
+            window_forces: 0.0,
+            moves: 0,
+            failed: None,
+            peer_failed: false,
+            edge_buf: Vec::new(),
+        }
+    }
+
+    /// This device's number.
+    pub fn me(&self) -> usize {
+        self.ex.device()
+    }
+
+    fn broken(&self) -> bool {
+        self.failed.is_some() || self.peer_failed
+    }
+
+    fn fail(&mut self, f: Failure) {
+        if self.failed.is_none() {
+            self.failed = Some(f);
+        }
+    }
+
+    /// Run a backend call unless this device is already broken.
+    fn call<T>(&mut self, f: impl FnOnce(&mut dyn Backend) -> Result<T, Failure>) -> Option<T> {
+        if self.broken() {
+            return None;
+        }
+        match f(self.backend.as_mut()) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                self.fail(e);
+                None
+            }
+        }
+    }
+
+    fn neighbours(&self) -> impl Iterator<Item = Side> + '_ {
+        let me = self.me();
+        Side::BOTH.into_iter().filter(move |&s| self.map.neighbour(me, s).is_some())
+    }
+
+    fn send(&mut self, side: Side, p: Packet) {
+        let p = if self.broken() { Packet::Failed } else { p };
+        if self.ex.send(side, p).is_err() {
+            self.peer_failed = true;
+        }
+    }
+
+    fn recv(&mut self, side: Side) -> Option<Packet> {
+        match self.ex.recv(side) {
+            Ok(Packet::Failed) | Err(_) => {
+                self.peer_failed = true;
+                None
+            }
+            Ok(p) => Some(p),
+        }
+    }
+
+    /// Reduce `v` (max) with a last element saying whether anyone is broken; `Err` when so.
+    fn reduce(&mut self, v: &mut Vec<f64>) -> Result<(), DeviceError> {
+        let t0 = Instant::now();
+        v.push(if self.broken() { 1.0 } else { 0.0 });
+        let r = self.ex.max(v);
+        self.times.reduce += t0.elapsed().as_secs_f64();
+        if r.is_err() {
+            self.peer_failed = true;
+        }
+        if r.is_err() || v.pop() != Some(0.0) {
+            return Err(self.failed.take());
+        }
+        Ok(())
+    }
+
+    /// A rebuild of every device: re-key (when `rekey`) under the newest map, exchange the
+    /// particles with the neighbours, sort. The map takes effect on every device at once.
+    pub fn rebuild(&mut self, rekey: bool) -> Result<(), DeviceError> {
+        let t0 = Instant::now();
+        let map = self.pending.take().unwrap_or_else(|| self.map.clone());
+        let me = self.me();
+        let mut out = [ParticleState::default(), ParticleState::default()];
+        self.call(|b| b.rebuild_begin(&map, me, rekey, &mut out));
+        let old = std::mem::replace(&mut self.map, map);
+        let t1 = Instant::now();
+        // Neighbours of the new map (a device keeps its neighbours: boundaries move, devices
+        // do not); send first, then receive, so no pair waits on the other.
+        let sides: Vec<Side> = self.neighbours().collect();
+        let [left, right] = out;
+        for (side, p) in [(Side::Left, left), (Side::Right, right)] {
+            if sides.contains(&side) {
+                self.send(side, Packet::Particles(p));
+            }
+        }
+        let mut incoming = [ParticleState::default(), ParticleState::default()];
+        for &side in &sides {
+            match self.recv(side) {
+                Some(Packet::Particles(p)) => incoming[side as usize] = p,
+                Some(p) => self.fail(Failure::Device(format!("expected particles, got {}", p.kind()))),
+                None => {}
+            }
+        }
+        self.times.exchange += t1.elapsed().as_secs_f64();
+        self.call(|b| b.rebuild_end(incoming));
+        // Moves of this device's own boundaries.
+        self.moves += (old.bounds[me] != self.map.bounds[me]) as u64 + (old.bounds[me + 1] != self.map.bounds[me + 1]) as u64;
+        self.times.rebuild += t0.elapsed().as_secs_f64();
+        Ok(())
+    }
+
+    /// One force pass: edges, their values out, inner, wait, the neighbours' values in.
+    fn forces(&mut self) -> ForceStats {
+        let t0 = Instant::now();
+        self.call(|b| b.forces(Part::Edges));
+        let mut exposed = 0.0;
+        for side in self.neighbours().collect::<Vec<_>>() {
+            let t = Instant::now();
+            let mut buf = std::mem::take(&mut self.edge_buf);
+            self.call(|b| b.edge_forces(side, &mut buf));
+            self.send(side, Packet::Forces(buf));
+            exposed += t.elapsed().as_secs_f64();
+        }
+        self.call(|b| b.forces(Part::Inner));
+        let stats = self.call(|b| b.force_stats()).unwrap_or_default();
+        let computed = t0.elapsed().as_secs_f64() - exposed;
+        let t1 = Instant::now();
+        for side in self.neighbours().collect::<Vec<_>>() {
+            match self.recv(side) {
+                Some(Packet::Forces(v)) => {
+                    self.call(|b| b.set_copy_forces(side, &v));
+                    self.edge_buf = v;
+                }
+                Some(p) => self.fail(Failure::Device(format!("expected forces, got {}", p.kind()))),
+                None => {}
+            }
+        }
+        exposed += t1.elapsed().as_secs_f64();
+        self.times.forces += computed;
+        self.window_forces += computed;
+        self.times.exposed += exposed;
+        self.times.exchange += exposed;
+        stats
+    }
+
+    /// One step of the plan, dt shortened so the time does not pass `limit` (see
+    /// [`crate::Simulation::step`]).
+    pub fn step(&mut self, limit: f64) -> Result<(), DeviceError> {
+        let c = self.clock;
+        if !(c.drift + 2.0 * c.last_disp <= self.half_skin) {
+            self.rebuild(true)?;
+            self.clock.drift = 0.0;
+            self.clock.rebuilds += 1;
+        }
+        let mut stats = ForceStats::default();
+        let mut dt = 0.0;
+        let mut disp = 0.0f64;
+        for stage in plan(&self.case, c.step) {
+            match *stage {
+                Stage::Forces => stats = self.forces(),
+                Stage::ReduceDt => {
+                    let mut v = vec![stats.acc_max as f64, stats.visc_max as f64];
+                    self.reduce(&mut v)?;
+                    let s = ForceStats { acc_max: v[0] as f32, visc_max: v[1] as f32 };
+                    dt = time_step(&self.case, &s);
+                    let left = limit - c.time;
+                    // Land on `limit` exactly, without leaving a sliver step after it.
+                    if dt >= left * 0.99 {
+                        dt = left;
+                    }
+                }
+                Stage::Update(u) => {
+                    let t0 = Instant::now();
+                    if let Some(s) = self.call(|b| b.update(u, dt)) {
+                        disp += s.disp_max as f64;
+                    }
+                    self.times.update += t0.elapsed().as_secs_f64();
+                }
+            }
+        }
+        let mut v = vec![disp];
+        self.reduce(&mut v)?;
+        let disp = v[0];
+        let clock = &mut self.clock;
+        clock.drift += disp;
+        clock.last_disp = disp;
+        clock.dt = dt;
+        clock.time = if dt == limit - c.time { limit } else { c.time + dt };
+        clock.step += 1;
+        self.balance()
+    }
+
+    /// Every `balance.every` steps, the force times of all devices decide boundary moves,
+    /// applied at the next rebuild (so the neighbour order, hence the results, do not
+    /// change).
+    fn balance(&mut self) -> Result<(), DeviceError> {
+        let b = self.case.balance;
+        if !b.enabled || self.ex.devices() < 2 || self.clock.step % b.every as u64 != 0 || self.pending.is_some() {
+            return Ok(());
+        }
+        let t0 = Instant::now();
+        let times = self.ex.gather(std::mem::take(&mut self.window_forces));
+        self.times.reduce += t0.elapsed().as_secs_f64();
+        let times = match times {
+            Ok(t) => t,
+            Err(_) => {
+                self.peer_failed = true;
+                return Err(self.failed.take());
+            }
+        };
+        let mut map = self.map.clone();
+        let moves = map.rebalance(&times, b.threshold);
+        if !moves.is_empty() {
+            if self.me() == 0 {
+                log_moves(&moves, &times, self.clock.step);
+            }
+            self.pending = Some(map);
+        }
+        Ok(())
+    }
+
+    /// What this device reports.
+    pub fn report(&self) -> DeviceReport {
+        DeviceReport {
+            device: self.me(),
+            name: self.backend.name(),
+            particles: self.backend.len() as u64,
+            slice: self.map.owned(self.me()),
+            times: self.times,
+            moves: self.moves,
+        }
+    }
+}
+
+fn log_moves(moves: &[Move], times: &[f64], step: u64) {
+    let t: Vec<String> = times.iter().map(|t| format!("{t:.3}")).collect();
+    for m in moves {
+        tracing::info!(
+            "load balance at step {step}: boundary between devices {} and {} moves from layer {} to {} \
+             (force seconds per device since the last decision: {})",
+            m.boundary - 1,
+            m.boundary,
+            m.from,
+            m.to,
+            t.join(", ")
+        );
+    }
+}
