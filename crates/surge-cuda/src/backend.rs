@@ -298,7 +298,9 @@ impl CudaBackend {
         let up = |h: &[u32], per: usize, what: &str| -> Result<CudaSlice<u32>, String> {
             let mut d = zeros(per * cap, what)?;
             if !h.is_empty() {
-                stream.memcpy_htod(h, &mut d.slice_mut(0..h.len())).map_err(|e| fail(&format!("uploading {what}"), e))?;
+                stream
+                    .memcpy_htod(h, &mut d.slice_mut(0..h.len()))
+                    .map_err(|e| fail(&format!("uploading {what}"), e))?;
             }
             Ok(d)
         };
@@ -631,8 +633,22 @@ impl CudaBackend {
         }
         let (first, count) = (range.start as i32, range.len() as i32);
         let (wlo, whi) = self.win.window;
-        let CudaBackend { stream, k, pos, vel, cell, info, wall, cell_start, force, shift, stats, dummy, dummy_out, .. } =
-            self;
+        let CudaBackend {
+            stream,
+            k,
+            pos,
+            vel,
+            cell,
+            info,
+            wall,
+            cell_start,
+            force,
+            shift,
+            stats,
+            dummy,
+            dummy_out,
+            ..
+        } = self;
         let mut b = stream.launch_builder(&k.forces);
         b.arg(&first).arg(&count).arg(&wlo).arg(&whi);
         b.arg(&*pos).arg(&*vel).arg(&*cell).arg(&*info).arg(wall.as_ref().unwrap_or(dummy));
