@@ -2,13 +2,20 @@
 // constants as -D defines (see crates/surge-cuda/src/compile.rs for the full list); each
 // kernel is the twin of a stage of crates/surge-cpu.
 //
-// Buffers (n particles, sorted by key after each rebuild):
+// Buffers (n particles held, sorted by key after each rebuild; a device holds copies of
+// its neighbours' edge layers before and after the particles it owns):
 //   pos  float4[n]  offset from the cell centre (xyz), mass (w)
 //   vel  float4[n]  velocity (xyz), relative density rho/rho0 - 1 (w)
 //   cell int4[n]    cell coordinates
 //   info uint2[n]   global id, kind (0 fluid, 1 boundary)
 //   vel_prev, pos_prev, force, wall, shift float4[n]: as in surge_core::buffers
-//   cell_start uint[2 cells + 1]: fluid of cell k in [cs[2k], cs[2k+1]), boundary up to cs[2k+2]
+//   cell_start uint[2 cells + 2]: fluid of cell k in [cs[2k], cs[2k+1]), boundary up to cs[2k+2]
+//
+// The grid: NX, NY, NZ count the cells of the whole grid and periodic axes wrap over them.
+// The device holds the layers [wlo, whi) of the split axis O0 (its window, a kernel
+// argument since the load balancer moves it): cell k's linear index counts layers from wlo,
+// and a neighbour cell outside the window is skipped. Alone, a device's window is the
+// whole axis.
 //   stats uint[8]: 0 max |a| (float bits), 1 max visc term, 2 max displacement, 3 max speed,
 //                  4 lowest id of a particle that failed (0xffffffff: none), 5 failure code
 #include "physics/vec.cuh"
@@ -23,10 +30,16 @@
 #define STAT_BAD_ID 4
 #define STAT_BAD_CODE 5
 
-__device__ __forceinline__ int cell_linear(int cx, int cy, int cz) {
+__device__ __forceinline__ int cell_linear(int cx, int cy, int cz, int wlo) {
     const int c[3] = {cx, cy, cz};
     const int n[3] = {NX, NY, NZ};
-    return (c[O0] * n[O1] + c[O1]) * n[O2] + c[O2];
+    return ((c[O0] - wlo) * n[O1] + c[O1]) * n[O2] + c[O2];
+}
+
+// False when `axis` is the split axis and layer k lies outside the window [wlo, whi)
+// (folds to true on the other axes: O0 is a define).
+__device__ __forceinline__ bool in_window(int axis, int k, int wlo, int whi) {
+    return axis != O0 || (k >= wlo && k < whi);
 }
 
 // Neighbour cell coordinate along one axis, wrapped on periodic axes; false outside.
@@ -72,13 +85,14 @@ __device__ void block_max2(float a, float b, unsigned *stats, int ia, int ib) {
 
 // ---- rebuild -----------------------------------------------------------------------
 
-// Move each particle to the cell that holds it (wrapping periodic axes) and compute its
-// sort key 2 * cell + kind; a particle outside the domain or not finite records its id.
-// With move_particles = 0 the stored cells are kept (a restart sorts by them).
-extern "C" __global__ void rekey_kernel(int n, int move_particles, int4 *cell, float4 *pos, const uint2 *info,
-                                        unsigned *key, unsigned *stats) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
+// Move the particles first..first+count to the cells that hold them (wrapping periodic
+// axes, on the whole grid); a particle outside the domain or not finite keeps its cell and
+// records its id.
+extern "C" __global__ void rekey_kernel(int first, int count, int4 *cell, float4 *pos, const uint2 *info,
+                                        unsigned *stats) {
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= count) return;
+    int i = first + t;
     int4 c = cell[i];
     float4 p = pos[i];
     int cc[3] = {c.x, c.y, c.z};
@@ -86,32 +100,65 @@ extern "C" __global__ void rekey_kernel(int n, int move_particles, int4 *cell, f
     const float cs[3] = {CSX, CSY, CSZ};
     const int nn[3] = {NX, NY, NZ};
     const bool per[3] = {PERX, PERY, PERZ};
-    bool ok = true;
-    for (int a = 0; move_particles && a < DIM; ++a) {
+    for (int a = 0; a < DIM; ++a) {
         // roundf, like Rust's f32::round (halves away from zero): grid.rekey is the twin.
         float k = roundf(off[a] / cs[a]);
-        if (!isfinite(k)) {
-            ok = false;
-            break;
+        bool ok = isfinite(k);
+        long long ca = 0;
+        if (ok) {
+            ca = (long long)cc[a] + (long long)k;
+            off[a] = off[a] - k * cs[a];
+            if (per[a]) {
+                ca = ((ca % nn[a]) + nn[a]) % nn[a];
+            } else if (ca < 0 || ca >= nn[a]) {
+                ok = false;
+            }
         }
-        long long ca = (long long)cc[a] + (long long)k;
-        off[a] = off[a] - k * cs[a];
-        if (per[a]) {
-            ca = ((ca % nn[a]) + nn[a]) % nn[a];
-        } else if (ca < 0 || ca >= nn[a]) {
-            ok = false;
-            break;
+        if (!ok) {
+            atomicMin(&stats[STAT_BAD_ID], info[i].x);
+            return;
         }
         cc[a] = (int)ca;
     }
-    if (!ok) {
+    cell[i] = make_int4(cc[0], cc[1], cc[2], 0);
+    pos[i] = make_float4(off[0], off[1], off[2], p.w);
+}
+
+// Sort key of every held particle from its stored cell: 2 * (linear index in the window)
+// + kind. A particle whose split-axis layer lies outside the window [wlo, whi) records its
+// id (key 0, never used: the rebuild fails).
+extern "C" __global__ void key_kernel(int n, int wlo, int whi, const int4 *cell, const uint2 *info, unsigned *key,
+                                      unsigned *stats) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const int4 c = cell[i];
+    const int cc[3] = {c.x, c.y, c.z};
+    if (cc[O0] < wlo || cc[O0] >= whi) {
         atomicMin(&stats[STAT_BAD_ID], info[i].x);
         key[i] = 0;
         return;
     }
-    cell[i] = make_int4(cc[0], cc[1], cc[2], 0);
-    pos[i] = make_float4(off[0], off[1], off[2], p.w);
-    key[i] = 2u * (unsigned)cell_linear(cc[0], cc[1], cc[2]) + info[i].y;
+    key[i] = 2u * (unsigned)cell_linear(c.x, c.y, c.z, wlo) + info[i].y;
+}
+
+// First half of a rebuild: of the owned particles first..first+count, list those whose
+// split-axis layer is in [lo, hi) (kept) in keep[], those in the left neighbour's window
+// [llo, lhi) at the front of send[] and those in the right neighbour's window [rlo, rhi)
+// at its back (the two windows never overlap: slices are at least 2 halo thick). Counts in
+// counters[0..3] (kept, left, right). The order is arbitrary: the receiver sorts by cell,
+// kind and id.
+extern "C" __global__ void classify_kernel(int first, int count, int lo, int hi, int llo, int lhi, int rlo,
+                                           int rhi, const int4 *cell, unsigned *keep, unsigned *send,
+                                           unsigned *counters) {
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= count) return;
+    const unsigned i = (unsigned)(first + t);
+    const int4 c = cell[i];
+    const int cc[3] = {c.x, c.y, c.z};
+    const int l = cc[O0];
+    if (l >= lo && l < hi) keep[atomicAdd(&counters[0], 1u)] = i;
+    if (l >= llo && l < lhi) send[atomicAdd(&counters[1], 1u)] = i;
+    if (l >= rlo && l < rhi) send[(unsigned)count - 1u - atomicAdd(&counters[2], 1u)] = i;
 }
 
 // The cell table (bins + 2 values) is built in place: counts at key + 1, an exclusive scan
@@ -191,13 +238,17 @@ extern "C" __global__ void gather8_kernel(int n, const unsigned *perm, const uin
 #ifndef FORCES_MIN_BLOCKS
 #define FORCES_MIN_BLOCKS 6
 #endif
-extern "C" __global__ void __launch_bounds__(256, FORCES_MIN_BLOCKS) forces_kernel(int n, const float4 *__restrict__ pos, const float4 *__restrict__ vel,
+// The particles first..first+count only (a part of the owned range: the edges or the
+// inner particles); neighbours are any held particle in the window [wlo, whi), whose
+// pressures come from their densities here (no pressure buffer to fill beforehand).
+extern "C" __global__ void __launch_bounds__(256, FORCES_MIN_BLOCKS) forces_kernel(int first, int count, int wlo, int whi, const float4 *__restrict__ pos, const float4 *__restrict__ vel,
                                          const int4 *__restrict__ cell, const uint2 *__restrict__ info,
                                          const float4 *__restrict__ wall, const unsigned *__restrict__ cell_start,
                                          float4 *__restrict__ force, float4 *__restrict__ shift, unsigned *stats) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    const int t = blockIdx.x * blockDim.x + threadIdx.x;
+    const int i = first + t;
     float acc_norm = 0.0f, visc_max = 0.0f;
-    if (i < n) {
+    if (t < count) {
         const float4 p4 = pos[i];
         const float4 v4 = vel[i];
         const int4 ci = cell[i];
@@ -207,14 +258,14 @@ extern "C" __global__ void __launch_bounds__(256, FORCES_MIN_BLOCKS) forces_kern
         const int zlo = DIM == 3 ? -R : 0, zhi = DIM == 3 ? R : 0;
         for (int dz = zlo; dz <= zhi; ++dz) {
             int cz;
-            if (!neighbour_axis(ci.z, dz, NZ, PERZ, cz)) continue;
+            if (!neighbour_axis(ci.z, dz, NZ, PERZ, cz) || !in_window(2, cz, wlo, whi)) continue;
             for (int dy = -R; dy <= R; ++dy) {
                 int cy;
-                if (!neighbour_axis(ci.y, dy, NY, PERY, cy)) continue;
+                if (!neighbour_axis(ci.y, dy, NY, PERY, cy) || !in_window(1, cy, wlo, whi)) continue;
                 for (int dx = -R; dx <= R; ++dx) {
                     int cx;
-                    if (!neighbour_axis(ci.x, dx, NX, PERX, cx)) continue;
-                    const int k = cell_linear(cx, cy, cz);
+                    if (!neighbour_axis(ci.x, dx, NX, PERX, cx) || !in_window(0, cx, wlo, whi)) continue;
+                    const int k = cell_linear(cx, cy, cz, wlo);
                     const unsigned s = cell_start[2 * k], mid = cell_start[2 * k + 1];
                     const unsigned e = fluid ? cell_start[2 * k + 2] : mid;
                     const float bx = p4.x - (float)dx * CSX, by = p4.y - (float)dy * CSY, bz = p4.z - (float)dz * CSZ;
@@ -335,8 +386,10 @@ extern "C" __global__ void update_kernel(int n, int which, float dt, float4 *pos
 
 // Kernel sums over fluid for sample points given as cell + offset: out[2k] = sum W V,
 // out[2k+1] = sum p W V (double, accumulated in a fixed order per point).
-extern "C" __global__ void gauge_sums_kernel(int points, const int4 *pcell, const float4 *poff, const float4 *pos,
-                                             const float4 *vel, const unsigned *cell_start, double *out) {
+// Only cells of the window [wlo, whi) count (copies included), as on the CPU.
+extern "C" __global__ void gauge_sums_kernel(int points, int wlo, int whi, const int4 *pcell, const float4 *poff,
+                                             const float4 *pos, const float4 *vel, const unsigned *cell_start,
+                                             double *out) {
     int k = blockIdx.x * blockDim.x + threadIdx.x;
     if (k >= points) return;
     const int4 c = pcell[k];
@@ -348,9 +401,10 @@ extern "C" __global__ void gauge_sums_kernel(int points, const int4 *pcell, cons
             for (int dx = -R; dx <= R; ++dx) {
                 int cx, cy, cz;
                 if (!neighbour_axis(c.x, dx, NX, PERX, cx) || !neighbour_axis(c.y, dy, NY, PERY, cy) ||
-                    !neighbour_axis(c.z, dz, NZ, PERZ, cz))
+                    !neighbour_axis(c.z, dz, NZ, PERZ, cz) || !in_window(0, cx, wlo, whi) ||
+                    !in_window(1, cy, wlo, whi) || !in_window(2, cz, wlo, whi))
                     continue;
-                const int kk = cell_linear(cx, cy, cz);
+                const int kk = cell_linear(cx, cy, cz, wlo);
                 for (unsigned j = cell_start[2 * kk]; j < cell_start[2 * kk + 1]; ++j) {
                     const float4 pj = pos[j];
                     const double rx = (double)o.x - (double)pj.x - (double)dx * (double)CSX;
@@ -370,11 +424,14 @@ extern "C" __global__ void gauge_sums_kernel(int points, const int4 *pcell, cons
 }
 
 // Largest coordinate along `axis` of fluid whose vertical (last axis) coordinate is below
-// `below`; coordinates relative to the domain origin, as order-preserving float bits.
-extern "C" __global__ void front_kernel(int n, int axis, double below_rel, const float4 *pos, const int4 *cell,
-                                        const uint2 *info, unsigned long long *out) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n || info[i].y != 0u) return;
+// `below`, of the particles first..first+count (the owned ones); coordinates relative to
+// the domain origin, as order-preserving float bits.
+extern "C" __global__ void front_kernel(int first, int count, int axis, double below_rel, const float4 *pos,
+                                        const int4 *cell, const uint2 *info, unsigned long long *out) {
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= count) return;
+    int i = first + t;
+    if (info[i].y != 0u) return;
     const float4 p = pos[i];
     const int4 c = cell[i];
     const double cs[3] = {CSX, CSY, CSZ};

@@ -177,6 +177,12 @@ pub trait Backend: Interpolate + Send {
     /// particles. `Part::Edges` starts a force pass (its pressures, its largest values); the
     /// call may return before the device is done (read [`Backend::force_stats`]).
     fn forces(&mut self, part: Part) -> Result<(), Failure>;
+    /// True when [`Backend::forces`] for [`Part::Inner`] returns while the device computes
+    /// (a GPU), so the worker takes the edge values off the device after launching it;
+    /// false when it returns with the work done (the CPU), so the edge values go out first.
+    fn inner_forces_run_on(&self) -> bool {
+        false
+    }
     /// Wait for the force pass and return its largest values (owned particles only).
     fn force_stats(&mut self) -> Result<ForceStats, Failure>;
     /// The force values of the edge on `side` (waits for the edge part): per particle, in

@@ -1,13 +1,21 @@
 //! `CudaBackend`: the particles of one device on one GPU.
+//!
+//! The device's arrays read `copies from the left | owned | copies from the right`, each
+//! block sorted by cell key and id after a rebuild, as on the CPU (the reference,
+//! `surge-cpu`). Buffers are allocated with headroom, since the number of particles held
+//! changes at each rebuild (migration, copies), and grow when a rebuild needs more.
 
 use crate::compile::{arch_for, compile, defines};
 use cudarc::driver::{
-    CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PinnedHostSlice, PushKernelArg,
+    CudaContext, CudaEvent, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PinnedHostSlice,
+    PushKernelArg,
 };
+use std::ops::Range;
 use std::sync::Arc;
-use surge_core::backend::{Backend, BadParticle, Failure, ForceStats, Snapshot, Update, UpdateStats};
-use surge_core::buffers::{BufferId, BufferSet, ParticleState};
+use surge_core::backend::{Backend, BadParticle, Failure, ForceStats, Part, Snapshot, Update, UpdateStats};
+use surge_core::buffers::{self, BufferId, BufferSet, ParticleState};
 use surge_core::case::{Case, Gauge};
+use surge_core::decomp::{Side, SliceMap};
 use surge_core::gauge::Interpolate;
 use surge_core::geometry::Filled;
 use surge_core::grid::Grid;
@@ -37,9 +45,19 @@ const BLOCK: u32 = 256;
 const SCAN_BLOCK: usize = 1024;
 /// Initial value of the stats words: maxima 0, failed id "none".
 const STATS_INIT: [u32; 8] = [0, 0, 0, 0, u32::MAX, 0, 0, 0];
+/// Index of the lowest failed id in the stats words (STAT_BAD_ID in step.cu).
+const STAT_BAD_ID: usize = 4;
+
+/// Particles the per-particle buffers have room for when `n` are held: 30 % headroom plus
+/// 1024, so migration and copies rarely make a rebuild grow them.
+pub fn capacity_for(n: usize) -> usize {
+    n + (3 * n).div_ceil(10) + 1024
+}
 
 struct Kernels {
     rekey: CudaFunction,
+    key: CudaFunction,
+    classify: CudaFunction,
     histogram: CudaFunction,
     scan_block: CudaFunction,
     scan_add: CudaFunction,
@@ -67,18 +85,37 @@ struct ScanLevel {
 
 /// Particles of one device on one GPU. Device buffers hold raw 32-bit words (float4 as four
 /// words), so the force buffer serves as the target of every gather of the sort.
+///
+/// Every method binds the GPU's context to the calling thread, so a backend built on one
+/// thread can be driven from another (cudarc binds it too, on every call it makes).
 pub struct CudaBackend {
-    /// Shared so gauge evaluation can hold it while it borrows the backend.
+    /// The case.
     case: Arc<Case>,
-    pass: ForceStats,
-    grid: Grid,
+    /// The case's constants (density and pressure for snapshots).
+    consts: Constants,
+    /// The whole grid.
+    whole: Grid,
+    /// The grid restricted to this device's window (slice and bands of copies).
+    win: Grid,
     name: String,
     compile_note: String,
+    ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
     k: Kernels,
+    /// Particles held, copies included.
     n: usize,
+    /// Particles every per-particle buffer has room for.
+    cap: usize,
+    /// Bins of the cell table (two per cell of the window).
     bins: usize,
     buffers: BufferSet,
+    /// The decomposition of the last rebuild and this device's number in it.
+    map: SliceMap,
+    me: usize,
+    /// Owned particles.
+    own: Range<usize>,
+    /// The edges the left and right neighbours copy (empty without a neighbour).
+    edges: [Range<usize>; 2],
     pos: CudaSlice<u32>,
     vel: CudaSlice<u32>,
     cell: CudaSlice<u32>,
@@ -89,12 +126,16 @@ pub struct CudaBackend {
     shift: Option<CudaSlice<u32>>,
     /// Forces; also the target of the sort's gathers (every force pass rewrites it).
     force: CudaSlice<u32>,
+    /// Sort keys; also the lists of particles to send during a rebuild.
     key: CudaSlice<u32>,
+    /// Sort permutation; also the list of particles kept during a rebuild.
     perm: CudaSlice<u32>,
     /// Start of each bin (2 per cell), `bins + 2` values: built in place by the sort.
     cell_start: CudaSlice<u32>,
     scan: Vec<ScanLevel>,
     stats: CudaSlice<u32>,
+    /// Counters of the rebuild's classification: kept, to the left, to the right.
+    counters: CudaSlice<u32>,
     /// Stand in for buffers a case does not use (never touched by its kernels): one for
     /// inputs, one for outputs, so both can appear in one launch.
     dummy: CudaSlice<u32>,
@@ -103,6 +144,15 @@ pub struct CudaBackend {
     host_vel: PinnedHostSlice<u32>,
     host_cell: PinnedHostSlice<u32>,
     host_info: PinnedHostSlice<u32>,
+    /// The edges' force values for the neighbours, per side (Force values, then Shift
+    /// values), copied as soon as the edge forces are done.
+    edge_stage: [PinnedHostSlice<u32>; 2],
+    /// Recorded after the copies of the edges' values (before the inner forces).
+    edge_done: CudaEvent,
+    /// The neighbours' force values on their way into the copies, per side.
+    copy_stage: [PinnedHostSlice<u32>; 2],
+    /// Recorded after each upload from `copy_stage`, which must end before it is refilled.
+    copy_done: [CudaEvent; 2],
     gauge_cell: CudaSlice<u32>,
     gauge_off: CudaSlice<u32>,
     gauge_out: CudaSlice<f64>,
@@ -122,11 +172,13 @@ fn cfg(threads: usize) -> LaunchConfig {
     }
 }
 
-/// Device bytes per particle for a case's buffer set: the set (no pressure buffer: the GPU
-/// computes pressure where it is used) and the cell table (two bins per cell).
+/// Device bytes per particle held for a case's buffer set: the set (no pressure buffer: the
+/// GPU computes pressure where it is used) allocated for [`capacity_for`] particles, and the
+/// cell table (two bins per cell, plus two).
 pub fn bytes_per_particle(set: BufferSet, particles: usize, cells: usize) -> usize {
     let on_gpu = BufferSet(set.0 & !BufferId::Press.bit());
-    on_gpu.bytes_per_particle() + 4 * (2 * cells + 2) / particles.max(1)
+    let n = particles.max(1);
+    (on_gpu.bytes_per_particle() * capacity_for(particles)).div_ceil(n) + (4 * (2 * cells + 2)).div_ceil(n)
 }
 
 /// Whether `need` bytes fit in `free` (keeping 5 % spare); if not, the largest dp that would
@@ -143,23 +195,60 @@ pub fn fits(need: usize, free: usize, dp: f64, dim: usize) -> Result<(), String>
     ))
 }
 
+/// The scan levels for a cell table of `len` values.
+fn scan_levels(stream: &Arc<CudaStream>, len: usize) -> Result<Vec<ScanLevel>, String> {
+    let zeros = |len: usize| stream.alloc_zeros::<u32>(len).map_err(|e| fail("allocating the scan levels", e));
+    let mut scan = Vec::new();
+    let mut len = len;
+    loop {
+        let blocks = len.div_ceil(SCAN_BLOCK);
+        let out = if scan.is_empty() { None } else { Some(zeros(len)?) };
+        scan.push(ScanLevel { len, out, sums: zeros(blocks)? });
+        if blocks == 1 {
+            break;
+        }
+        len = blocks;
+    }
+    Ok(scan)
+}
+
+/// Page-locked host memory that the host reads and writes: without write-combining (cudarc's
+/// default), which would make every host read uncached.
+fn pinned(ctx: &Arc<CudaContext>, len: usize) -> Result<PinnedHostSlice<u32>, String> {
+    // SAFETY: the contents are only read after a copy fills them.
+    unsafe { ctx.alloc_pinned_with_flags::<u32>(len.max(4), 0) }.map_err(|e| fail("allocating pinned host memory", e))
+}
+
+/// A buffer of `words` words holding the first `keep` words of `old`.
+fn grown(stream: &Arc<CudaStream>, old: &CudaSlice<u32>, words: usize, keep: usize) -> Result<CudaSlice<u32>, String> {
+    let mut new = stream.alloc_zeros::<u32>(words).map_err(|e| fail("growing the particle buffers", e))?;
+    if keep > 0 {
+        stream
+            .memcpy_dtod(&old.slice(0..keep), &mut new.slice_mut(0..keep))
+            .map_err(|e| fail("growing the particle buffers", e))?;
+    }
+    Ok(new)
+}
+
 impl CudaBackend {
-    /// Compile the case's kernels for GPU `ordinal`, allocate every buffer once, upload the
-    /// particles and sort them.
+    /// Compile the case's kernels for GPU `ordinal`, allocate every buffer (with headroom),
+    /// upload the filled particles (all of a case, or the part a device owns: their ids are
+    /// kept) and sort them as a device alone.
     pub fn new(case: &Case, filled: &Filled, ordinal: usize) -> Result<CudaBackend, String> {
         let gpus = crate::probe::gpus()?;
         let gpu = gpus.get(ordinal).ok_or_else(|| format!("there is no GPU {ordinal}: {} visible", gpus.len()))?;
         crate::probe::nvrtc_version()?;
-        let grid = Grid::with_skin(case, case.split_axis(), skin_fraction(), STENCIL_REACH)?;
+        let whole = Grid::with_skin(case, case.split_axis(), skin_fraction(), STENCIL_REACH)?;
         let n = filled.len();
-        let bins = 2 * grid.cell_count();
+        let cap = capacity_for(n);
+        let bins = 2 * whole.cell_count();
         let buffers = BufferSet::for_case(case);
         let ctx = CudaContext::new(ordinal).map_err(|e| fail("creating the context", e))?;
         let (free, _) = ctx.mem_get_info().map_err(|e| fail("reading free memory", e))?;
-        let need = bytes_per_particle(buffers, n, grid.cell_count()) * n + (1 << 20);
+        let need = bytes_per_particle(buffers, n, whole.cell_count()) * n.max(1) + (1 << 20);
         fits(need, free, case.dp, case.dim).map_err(|e| format!("GPU {ordinal} ({}): {e}", gpu.name))?;
         let t0 = std::time::Instant::now();
-        let compiled = compile(&defines(case, &grid), arch_for(gpu.compute_capability))?;
+        let compiled = compile(&defines(case, &whole), arch_for(gpu.compute_capability))?;
         let compile_note = format!(
             "kernels for {} {} in {:.2} s",
             arch_for(gpu.compute_capability),
@@ -170,6 +259,8 @@ impl CudaBackend {
         let f = |name: &str| module.load_function(name).map_err(|e| fail(&format!("loading {name}"), e));
         let k = Kernels {
             rekey: f("rekey_kernel")?,
+            key: f("key_kernel")?,
+            classify: f("classify_kernel")?,
             histogram: f("histogram_kernel")?,
             scan_block: f("scan_block_kernel")?,
             scan_add: f("scan_add_kernel")?,
@@ -191,7 +282,7 @@ impl CudaBackend {
         let mut info = vec![0u32; 2 * n];
         let mut wall = vec![0u32; 4 * n];
         for i in 0..n {
-            let (c, off) = grid.locate(filled.pos[i]);
+            let (c, off) = whole.locate(filled.pos[i]);
             let v = filled.vel[i];
             let p4 = [off[0], off[1], off[2], case.mass as f32];
             let v4 = [v[0] as f32, v[1] as f32, v[2] as f32, filled.rel_density[i]];
@@ -201,27 +292,25 @@ impl CudaBackend {
             info[2 * i..2 * i + 2].copy_from_slice(&[filled.id[i], filled.kind[i] as u32]);
             wall[4 * i..4 * i + 4].copy_from_slice(bytemuck::cast_slice(&filled.wall[i]));
         }
-        let up = |h: &[u32], what: &str| stream.clone_htod(h).map_err(|e| fail(&format!("uploading {what}"), e));
         let zeros =
             |len: usize, what: &str| stream.alloc_zeros::<u32>(len).map_err(|e| fail(&format!("allocating {what}"), e));
+        // A buffer of `per` words per particle for `cap` particles, starting with `h`.
+        let up = |h: &[u32], per: usize, what: &str| -> Result<CudaSlice<u32>, String> {
+            let mut d = zeros(per * cap, what)?;
+            if !h.is_empty() {
+                stream
+                    .memcpy_htod(h, &mut d.slice_mut(0..h.len()))
+                    .map_err(|e| fail(&format!("uploading {what}"), e))?;
+            }
+            Ok(d)
+        };
         let optional = |id: BufferId, what: &str| -> Result<Option<CudaSlice<u32>>, String> {
             if buffers.contains(id) {
-                zeros(4 * n, what).map(Some)
+                zeros(4 * cap, what).map(Some)
             } else {
                 Ok(None)
             }
         };
-        let mut scan = Vec::new();
-        let mut len = bins + 2;
-        loop {
-            let blocks = len.div_ceil(SCAN_BLOCK);
-            let out = if scan.is_empty() { None } else { Some(zeros(len, "scan levels")?) };
-            scan.push(ScanLevel { len, out, sums: zeros(blocks, "scan sums")? });
-            if blocks == 1 {
-                break;
-            }
-            len = blocks;
-        }
         let max_points = case
             .gauges
             .iter()
@@ -235,55 +324,73 @@ impl CudaBackend {
             })
             .sum::<usize>()
             .max(1);
-        // Host buffers that the host reads: page-locked without write-combining (cudarc's
-        // default), which would make every host read uncached.
-        let pinned = |len: usize| -> Result<PinnedHostSlice<u32>, String> {
-            // SAFETY: the contents are only read after a device-to-host copy fills them.
-            unsafe { ctx.alloc_pinned_with_flags::<u32>(len, 0) }.map_err(|e| fail("allocating pinned host memory", e))
-        };
+        let event = || ctx.new_event(None).map_err(|e| fail("creating an event", e));
+        let map = SliceMap::single(whole.layers(), whole.reach);
         let mut be = CudaBackend {
             name: format!("cuda:{ordinal} ({})", gpu.name),
             compile_note,
             n,
+            cap,
             bins,
             buffers,
-            pos: up(&pos, "positions")?,
-            vel: up(&vel, "velocities")?,
-            cell: up(&cell, "cells")?,
-            info: up(&info, "ids")?,
-            vel_prev: up(&vel, "velocities")?,
+            map: map.clone(),
+            me: 0,
+            own: 0..n,
+            edges: [0..0, 0..0],
+            pos: up(&pos, 4, "positions")?,
+            vel: up(&vel, 4, "velocities")?,
+            cell: up(&cell, 4, "cells")?,
+            info: up(&info, 2, "ids")?,
+            vel_prev: up(&vel, 4, "velocities")?,
             pos_prev: optional(BufferId::PosPrev, "step-start positions")?,
-            wall: if buffers.contains(BufferId::Wall) { Some(up(&wall, "wall normals")?) } else { None },
+            wall: if buffers.contains(BufferId::Wall) { Some(up(&wall, 4, "wall normals")?) } else { None },
             shift: optional(BufferId::Shift, "shifting sums")?,
-            force: zeros(4 * n, "forces")?,
-            key: zeros(n.max(1), "keys")?,
-            perm: zeros(n.max(1), "permutation")?,
+            force: zeros(4 * cap, "forces")?,
+            key: zeros(cap, "keys")?,
+            perm: zeros(cap, "permutation")?,
             cell_start: zeros(bins + 2, "cell starts")?,
-            scan,
-            stats: up(&STATS_INIT, "stats")?,
+            scan: scan_levels(&stream, bins + 2)?,
+            stats: up(&STATS_INIT, 0, "stats")?,
+            counters: zeros(4, "counters")?,
             dummy: zeros(4, "placeholder")?,
             dummy_out: zeros(4, "placeholder")?,
-            host_pos: pinned(4 * n)?,
-            host_vel: pinned(4 * n)?,
-            host_cell: pinned(4 * n)?,
-            host_info: pinned(2 * n)?,
+            host_pos: pinned(&ctx, 4 * cap)?,
+            host_vel: pinned(&ctx, 4 * cap)?,
+            host_cell: pinned(&ctx, 4 * cap)?,
+            host_info: pinned(&ctx, 2 * cap)?,
+            edge_stage: [pinned(&ctx, 4)?, pinned(&ctx, 4)?],
+            edge_done: event()?,
+            copy_stage: [pinned(&ctx, 4)?, pinned(&ctx, 4)?],
+            copy_done: [event()?, event()?],
             gauge_cell: zeros(4 * max_points, "gauge points")?,
             gauge_off: zeros(4 * max_points, "gauge points")?,
             gauge_out: stream.alloc_zeros::<f64>(2 * max_points).map_err(|e| fail("allocating gauge sums", e))?,
             front_out: stream.alloc_zeros::<u64>(1).map_err(|e| fail("allocating the front", e))?,
             case: Arc::new(case.clone()),
-            pass: ForceStats::default(),
-            grid,
+            consts: Constants::of(case),
+            win: whole.clone(),
+            whole,
+            ctx,
             stream,
             k,
         };
-        be.try_rebuild(true)?.map_or(Ok(()), |b| Err(format!("particle {} at {:?} {}", b.id, b.pos, b.reason)))?;
+        let mut out = [ParticleState::default(), ParticleState::default()];
+        be.rebuild_begin(&map, 0, true, &mut out).map_err(|f| f.to_string())?;
+        let empty = || ParticleState::empty(be.buffers, &be.whole);
+        let incoming = [empty(), empty()];
+        be.rebuild_end(incoming).map_err(|f| f.to_string())?;
         Ok(be)
     }
 
     /// How the kernels were obtained (NVRTC or cache) and how long it took.
     pub fn compile_note(&self) -> &str {
         &self.compile_note
+    }
+
+    /// Make the GPU's context current on the calling thread (a worker thread may drive a
+    /// backend built elsewhere).
+    fn bind(&self) -> Result<(), String> {
+        self.ctx.bind_to_thread().map_err(|e| fail("binding the context to this thread", e))
     }
 
     fn reset_stats(&mut self) -> Result<(), String> {
@@ -297,12 +404,144 @@ impl CudaBackend {
         Ok(s)
     }
 
-    /// The particle with global id `id`, for a failure message.
-    fn bad_particle(&mut self, id: u32, reason: &'static str) -> Result<BadParticle, String> {
+    /// The held particle with global id `id`, for a failure message; `reason` None: it left
+    /// the domain or has a non-finite position (as the CPU's rekey says).
+    fn bad_particle(&mut self, id: u32, reason: Option<&'static str>) -> Result<BadParticle, String> {
         let mut snap = Snapshot::default();
-        self.try_snapshot(&mut snap)?;
+        self.snapshot_range(0..self.n, &mut snap)?;
         let i = snap.id.iter().position(|&x| x == id).ok_or_else(|| format!("failed particle {id} not found"))?;
-        Ok(BadParticle { id, pos: snap.pos[i], reason })
+        let pos = snap.pos[i];
+        let reason = reason.unwrap_or(if pos.iter().all(|x| x.is_finite()) {
+            "left the domain"
+        } else {
+            "has a non-finite position"
+        });
+        Ok(BadParticle { id, pos, reason })
+    }
+
+    /// First particle of layer `l` of the window, from the cell table (at the host: one word).
+    fn layer_starts(&mut self, ls: [i32; 4]) -> Result<[usize; 4], String> {
+        let what = "reading the cell table";
+        let mut v = [0u32; 4];
+        for (j, &l) in ls.iter().enumerate() {
+            let at = 2 * self.win.layer_start(l);
+            self.stream.memcpy_dtoh(&self.cell_start.slice(at..at + 1), &mut v[j..j + 1]).map_err(|e| fail(what, e))?;
+        }
+        self.stream.synchronize().map_err(|e| fail(what, e))?;
+        Ok(v.map(|x| x as usize))
+    }
+
+    /// The copies from a side.
+    fn copies(&self, side: Side) -> Range<usize> {
+        match side {
+            Side::Left => 0..self.own.start,
+            Side::Right => self.own.end..self.n,
+        }
+    }
+
+    /// Force values per particle in edge exchanges: the force, and the shifting sums when
+    /// shifting is on.
+    fn values_per_particle(&self) -> usize {
+        if self.shift.is_some() {
+            2
+        } else {
+            1
+        }
+    }
+
+    /// Make room for `need` particles, keeping the `n` held (all buffers, contents
+    /// preserved). Waits for the device first (pinned buffers may be freed).
+    fn ensure_capacity(&mut self, need: usize) -> Result<(), String> {
+        if need <= self.cap {
+            return Ok(());
+        }
+        let cap = capacity_for(need);
+        self.stream.synchronize().map_err(|e| fail("growing the particle buffers", e))?;
+        let (s, n) = (&self.stream, self.n);
+        for (buf, per) in [
+            (&mut self.pos, 4),
+            (&mut self.vel, 4),
+            (&mut self.cell, 4),
+            (&mut self.info, 2),
+            (&mut self.vel_prev, 4),
+            (&mut self.force, 4),
+            (&mut self.key, 1),
+            (&mut self.perm, 1),
+        ] {
+            *buf = grown(s, buf, per * cap, per * n)?;
+        }
+        for buf in [self.pos_prev.as_mut(), self.wall.as_mut(), self.shift.as_mut()].into_iter().flatten() {
+            *buf = grown(s, buf, 4 * cap, 4 * n)?;
+        }
+        self.host_pos = pinned(&self.ctx, 4 * cap)?;
+        self.host_vel = pinned(&self.ctx, 4 * cap)?;
+        self.host_cell = pinned(&self.ctx, 4 * cap)?;
+        self.host_info = pinned(&self.ctx, 2 * cap)?;
+        self.cap = cap;
+        Ok(())
+    }
+
+    /// Gather the conserved buffers of the particles listed in `key[list]` into a state on
+    /// the whole grid (through the force buffer).
+    fn gather_out(&mut self, list: Range<usize>) -> Result<ParticleState, String> {
+        let what = "copying particles for a neighbour";
+        let want = self.buffers.and(BufferSet::conserved());
+        let m = list.len();
+        if m == 0 {
+            return Ok(ParticleState::empty(self.buffers, &self.whole));
+        }
+        let mut st = ParticleState::zeroed(m, want);
+        let CudaBackend { stream, k, key, force, pos, vel, cell, info, vel_prev, wall, .. } = self;
+        let idx = key.slice(list);
+        let count = m as i32;
+        for id in want.iter() {
+            let (src, per): (&CudaSlice<u32>, usize) = match id {
+                BufferId::Pos => (pos, 4),
+                BufferId::Vel => (vel, 4),
+                BufferId::Cell => (cell, 4),
+                BufferId::Info => (info, 2),
+                BufferId::VelPrev => (vel_prev, 4),
+                BufferId::Wall => (wall.as_ref().ok_or("no device buffer for wall normals")?, 4),
+                other => return Err(format!("no device buffer for {}", other.name())),
+            };
+            let mut b = stream.launch_builder(if per == 4 { &k.gather16 } else { &k.gather8 });
+            b.arg(&count).arg(&idx).arg(src).arg(&mut *force);
+            // SAFETY: argument types match gather16_kernel / gather8_kernel; the list holds
+            // m indices below n, the force buffer has room for 4 cap words.
+            unsafe { b.launch(cfg(m)) }.map_err(|e| fail(what, e))?;
+            let dst: &mut [u32] = bytemuck::cast_slice_mut(st.bytes_mut(id));
+            stream.memcpy_dtoh(&force.slice(0..per * m), dst).map_err(|e| fail(what, e))?;
+        }
+        stream.synchronize().map_err(|e| fail(what, e))?;
+        st.set_grid(&self.whole);
+        Ok(st)
+    }
+
+    /// Re-order the conserved buffers: particle i becomes old particle `perm[i]`, for
+    /// i < m (through the force buffer, swapped with each 16-byte buffer).
+    fn permute(&mut self, m: usize) -> Result<(), String> {
+        let count = m as i32;
+        let CudaBackend { stream, k, perm, force: scratch, pos, vel, cell, vel_prev, wall, info, .. } = self;
+        let mut sixteen: Vec<&mut CudaSlice<u32>> = vec![pos, vel, cell, vel_prev];
+        if let Some(w) = wall.as_mut() {
+            sixteen.push(w);
+        }
+        for buf in sixteen {
+            let mut b = stream.launch_builder(&k.gather16);
+            b.arg(&count).arg(&*perm).arg(&*buf).arg(&mut *scratch);
+            // SAFETY: argument types match gather16_kernel; both buffers hold 4 cap words.
+            unsafe { b.launch(cfg(m)) }.map_err(|e| fail("gather16_kernel", e))?;
+            std::mem::swap(buf, scratch);
+        }
+        let mut b = stream.launch_builder(&k.gather8);
+        b.arg(&count).arg(&*perm).arg(&*info).arg(&mut *scratch);
+        // SAFETY: argument types match gather8_kernel.
+        unsafe { b.launch(cfg(m)) }.map_err(|e| fail("gather8_kernel", e))?;
+        if m > 0 {
+            let src = scratch.slice(0..2 * m);
+            stream.memcpy_dtod(&src, &mut info.slice_mut(0..2 * m)).map_err(|e| fail("copying ids", e))?;
+        }
+        Ok(())
     }
 
     /// Exclusive scan of the cell table (bins + 2 values) in place: block scans down the
@@ -344,28 +583,25 @@ impl CudaBackend {
         Ok(())
     }
 
-    /// Re-key (unless `move_particles` is false: a restart keeps the stored cells), counting
-    /// sort (histogram, scan, scatter, per-bin order by id), gather.
-    /// `Ok(Some(_))`: a particle left the domain or is not finite.
-    fn try_rebuild(&mut self, move_particles: bool) -> Result<Option<BadParticle>, String> {
+    /// Key every held particle by its stored cell in the window, counting sort (histogram,
+    /// scan, scatter, per-bin order by id), gather. Fails with the lowest id of a particle
+    /// outside the window.
+    fn sort(&mut self) -> Result<(), Failure> {
         let n = self.n as i32;
-        let mv = i32::from(move_particles);
+        let (wlo, whi) = self.win.window;
         self.reset_stats()?;
         {
-            let mut b = self.stream.launch_builder(&self.k.rekey);
-            b.arg(&n)
-                .arg(&mv)
-                .arg(&mut self.cell)
-                .arg(&mut self.pos)
-                .arg(&self.info)
-                .arg(&mut self.key)
-                .arg(&mut self.stats);
-            // SAFETY: argument types match rekey_kernel; every buffer holds n elements.
-            unsafe { b.launch(cfg(self.n)) }.map_err(|e| fail("rekey_kernel", e))?;
+            let mut b = self.stream.launch_builder(&self.k.key);
+            b.arg(&n).arg(&wlo).arg(&whi).arg(&self.cell).arg(&self.info).arg(&mut self.key).arg(&mut self.stats);
+            // SAFETY: argument types match key_kernel; every buffer holds n elements.
+            unsafe { b.launch(cfg(self.n)) }.map_err(|e| fail("key_kernel", e))?;
         }
-        let s = self.read_stats("rekey_kernel")?;
-        if s[4] != u32::MAX {
-            return self.bad_particle(s[4], "left the domain or has a non-finite position").map(Some);
+        let s = self.read_stats("key_kernel")?;
+        if s[STAT_BAD_ID] != u32::MAX {
+            return Err(Failure::Device(format!(
+                "particle {} lies outside the window of device {} after a rebuild",
+                s[STAT_BAD_ID], self.me
+            )));
         }
         self.stream.memset_zeros(&mut self.cell_start).map_err(|e| fail("clearing the cell table", e))?;
         {
@@ -383,67 +619,89 @@ impl CudaBackend {
             let bins = self.bins as i32;
             let mut b = self.stream.launch_builder(&self.k.order_bins);
             b.arg(&bins).arg(&self.cell_start).arg(&mut self.perm).arg(&self.info);
-            // SAFETY: argument types match order_bins_kernel; cell_start has bins + 1 values.
+            // SAFETY: argument types match order_bins_kernel; cell_start has bins + 2 values.
             unsafe { b.launch(cfg(self.bins)) }.map_err(|e| fail("order_bins_kernel", e))?;
         }
-        // Gather each conserved 16-byte buffer into the force buffer and swap the two.
-        let CudaBackend { stream, k, perm, force: scratch, pos, vel, cell, vel_prev, wall, info, .. } = self;
-        let mut sixteen: Vec<&mut CudaSlice<u32>> = vec![pos, vel, cell, vel_prev];
-        if let Some(w) = wall.as_mut() {
-            sixteen.push(w);
-        }
-        for buf in sixteen {
-            let mut b = stream.launch_builder(&k.gather16);
-            b.arg(&n).arg(&*perm).arg(&*buf).arg(&mut *scratch);
-            // SAFETY: argument types match gather16_kernel; both buffers hold 4n words.
-            unsafe { b.launch(cfg(n as usize)) }.map_err(|e| fail("gather16_kernel", e))?;
-            std::mem::swap(buf, scratch);
-        }
-        {
-            let mut b = stream.launch_builder(&k.gather8);
-            b.arg(&n).arg(&*perm).arg(&*info).arg(&mut *scratch);
-            // SAFETY: argument types match gather8_kernel.
-            unsafe { b.launch(cfg(n as usize)) }.map_err(|e| fail("gather8_kernel", e))?;
-            let src = scratch.slice(0..2 * n as usize);
-            stream.memcpy_dtod(&src, info).map_err(|e| fail("copying ids", e))?;
-        }
-        Ok(None)
+        self.permute(self.n)?;
+        Ok(())
     }
 
-    fn try_forces(&mut self) -> Result<ForceStats, String> {
-        self.reset_stats()?;
-        let n = self.n as i32;
-        {
-            let CudaBackend {
-                stream,
-                k,
-                pos,
-                vel,
-                cell,
-                info,
-                wall,
-                cell_start,
-                force,
-                shift,
-                stats,
-                dummy,
-                dummy_out,
-                ..
-            } = self;
-            let mut b = stream.launch_builder(&k.forces);
-            b.arg(&n).arg(&*pos).arg(&*vel).arg(&*cell).arg(&*info).arg(wall.as_ref().unwrap_or(dummy));
-            b.arg(&*cell_start).arg(force);
-            match shift.as_mut() {
-                Some(s) => b.arg(s),
-                None => b.arg(dummy_out),
-            };
-            b.arg(stats);
-            // SAFETY: argument types match forces_kernel; optional buffers are read only
-            // when their option is compiled in.
-            unsafe { b.launch(cfg(self.n)) }.map_err(|e| fail("forces_kernel", e))?;
+    /// Launch the force kernel for the particles `range` (no wait).
+    fn launch_forces(&mut self, range: Range<usize>) -> Result<(), String> {
+        if range.is_empty() {
+            return Ok(());
         }
-        let s = self.read_stats("forces_kernel")?;
-        Ok(ForceStats { acc_max: f32::from_bits(s[0]), visc_max: f32::from_bits(s[1]) })
+        let (first, count) = (range.start as i32, range.len() as i32);
+        let (wlo, whi) = self.win.window;
+        let CudaBackend {
+            stream,
+            k,
+            pos,
+            vel,
+            cell,
+            info,
+            wall,
+            cell_start,
+            force,
+            shift,
+            stats,
+            dummy,
+            dummy_out,
+            ..
+        } = self;
+        let mut b = stream.launch_builder(&k.forces);
+        b.arg(&first).arg(&count).arg(&wlo).arg(&whi);
+        b.arg(&*pos).arg(&*vel).arg(&*cell).arg(&*info).arg(wall.as_ref().unwrap_or(dummy));
+        b.arg(&*cell_start).arg(force);
+        match shift.as_mut() {
+            Some(s) => b.arg(s),
+            None => b.arg(dummy_out),
+        };
+        b.arg(stats);
+        // SAFETY: argument types match forces_kernel; first + count <= n; optional buffers
+        // are read only when their option is compiled in.
+        unsafe { b.launch(cfg(range.len())) }.map_err(|e| fail("forces_kernel", e))?;
+        Ok(())
+    }
+
+    /// Copy the force values of both edges into the pinned staging buffers (no wait) and
+    /// record `edge_done` after them.
+    fn stage_edges(&mut self) -> Result<(), String> {
+        let what = "copying edge forces to the host";
+        for side in Side::BOTH {
+            let r = self.edges[side as usize].clone();
+            if r.is_empty() {
+                continue;
+            }
+            let words = 4 * r.len();
+            let stage = self.edge_stage[side as usize].as_mut_slice().map_err(|e| fail(what, e))?;
+            let (f, rest) = stage.split_at_mut(words);
+            self.stream.memcpy_dtoh(&self.force.slice(4 * r.start..4 * r.end), f).map_err(|e| fail(what, e))?;
+            if let Some(sh) = self.shift.as_ref() {
+                self.stream
+                    .memcpy_dtoh(&sh.slice(4 * r.start..4 * r.end), &mut rest[..words])
+                    .map_err(|e| fail(what, e))?;
+            }
+        }
+        self.edge_done.record(&self.stream).map_err(|e| fail(what, e))
+    }
+
+    /// Size the pinned staging of the edge exchange for the blocks of the last rebuild.
+    fn size_stages(&mut self) -> Result<(), String> {
+        let per = 4 * self.values_per_particle();
+        for side in Side::BOTH {
+            let s = side as usize;
+            let need = per * self.edges[s].len();
+            if self.edge_stage[s].len() < need {
+                self.edge_stage[s] = pinned(&self.ctx, capacity_for(need))?;
+            }
+            let need = per * self.copies(side).len();
+            if self.copy_stage[s].len() < need {
+                self.copy_done[s].synchronize().map_err(|e| fail("waiting for a copy upload", e))?;
+                self.copy_stage[s] = pinned(&self.ctx, capacity_for(need))?;
+            }
+        }
+        Ok(())
     }
 
     fn try_update(&mut self, which: Update, dt: f64) -> Result<UpdateStats, Failure> {
@@ -484,28 +742,34 @@ impl CudaBackend {
             unsafe { b.launch(cfg(self.n)) }.map_err(|e| fail("update_kernel", e))?;
         }
         let s = self.read_stats("update_kernel")?;
-        if s[4] != u32::MAX {
-            return Err(Failure::Particle(self.bad_particle(s[4], "has a non-finite velocity, position or density")?));
+        if s[STAT_BAD_ID] != u32::MAX {
+            let bad = self.bad_particle(s[STAT_BAD_ID], Some("has a non-finite velocity, position or density"))?;
+            return Err(Failure::Particle(bad));
         }
         Ok(UpdateStats { disp_max: f32::from_bits(s[2]), vel_max: f32::from_bits(s[3]) })
     }
 
-    fn try_snapshot(&mut self, out: &mut Snapshot) -> Result<(), String> {
+    /// Copy the particles `r` to the host.
+    fn snapshot_range(&mut self, r: Range<usize>, out: &mut Snapshot) -> Result<(), String> {
         let what = "copying particles to the host";
-        self.stream.memcpy_dtoh(&self.pos, &mut self.host_pos).map_err(|e| fail(what, e))?;
-        self.stream.memcpy_dtoh(&self.vel, &mut self.host_vel).map_err(|e| fail(what, e))?;
-        self.stream.memcpy_dtoh(&self.cell, &mut self.host_cell).map_err(|e| fail(what, e))?;
-        let info_words = self.info.slice(0..2 * self.n);
-        self.stream.memcpy_dtoh(&info_words, &mut self.host_info).map_err(|e| fail(what, e))?;
+        let m = r.len();
+        if m > 0 {
+            let (a, b) = (4 * r.start, 4 * r.end);
+            self.stream.memcpy_dtoh(&self.pos.slice(a..b), &mut self.host_pos).map_err(|e| fail(what, e))?;
+            self.stream.memcpy_dtoh(&self.vel.slice(a..b), &mut self.host_vel).map_err(|e| fail(what, e))?;
+            self.stream.memcpy_dtoh(&self.cell.slice(a..b), &mut self.host_cell).map_err(|e| fail(what, e))?;
+            let info_words = self.info.slice(2 * r.start..2 * r.end);
+            self.stream.memcpy_dtoh(&info_words, &mut self.host_info).map_err(|e| fail(what, e))?;
+        }
         self.stream.synchronize().map_err(|e| fail(what, e))?;
-        let pos: &[[f32; 4]] = bytemuck::cast_slice(self.host_pos.as_slice().map_err(|e| fail(what, e))?);
-        let vel: &[[f32; 4]] = bytemuck::cast_slice(self.host_vel.as_slice().map_err(|e| fail(what, e))?);
-        let cell: &[[i32; 4]] = bytemuck::cast_slice(self.host_cell.as_slice().map_err(|e| fail(what, e))?);
-        let info: &[[u32; 2]] = bytemuck::cast_slice(self.host_info.as_slice().map_err(|e| fail(what, e))?);
-        let c = Constants::of(&self.case);
+        let pos: &[[f32; 4]] = bytemuck::cast_slice(&self.host_pos.as_slice().map_err(|e| fail(what, e))?[..4 * m]);
+        let vel: &[[f32; 4]] = bytemuck::cast_slice(&self.host_vel.as_slice().map_err(|e| fail(what, e))?[..4 * m]);
+        let cell: &[[i32; 4]] = bytemuck::cast_slice(&self.host_cell.as_slice().map_err(|e| fail(what, e))?[..4 * m]);
+        let info: &[[u32; 2]] = bytemuck::cast_slice(&self.host_info.as_slice().map_err(|e| fail(what, e))?[..2 * m]);
+        let c = &self.consts;
         out.id = info.iter().map(|i| i[0]).collect();
         out.kind = info.iter().map(|i| i[1] as u8).collect();
-        out.pos = cell.iter().zip(pos).map(|(c, p)| self.grid.absolute(*c, *p)).collect();
+        out.pos = cell.iter().zip(pos).map(|(c, p)| self.whole.absolute(*c, *p)).collect();
         out.vel = vel.iter().map(|v| [v[0], v[1], v[2]]).collect();
         out.rho = vel.iter().map(|v| c.density(v[3])).collect();
         out.p = vel.iter().map(|v| c.pressure(v[3])).collect();
@@ -520,22 +784,25 @@ impl CudaBackend {
         let mut cells = Vec::with_capacity(4 * xs.len());
         let mut offs = Vec::with_capacity(4 * xs.len());
         for &x in xs {
-            let (c, o) = self.grid.locate(x);
+            let (c, o) = self.win.locate(x);
             cells.extend_from_slice(&[c[0] as u32, c[1] as u32, c[2] as u32, 0]);
             offs.extend_from_slice(&[o[0].to_bits(), o[1].to_bits(), o[2].to_bits(), 0]);
         }
         let what = "gauge_sums_kernel";
+        if cells.len() > self.gauge_cell.len() {
+            self.gauge_cell = self.stream.alloc_zeros::<u32>(cells.len()).map_err(|e| fail(what, e))?;
+            self.gauge_off = self.stream.alloc_zeros::<u32>(cells.len()).map_err(|e| fail(what, e))?;
+            self.gauge_out = self.stream.alloc_zeros::<f64>(2 * xs.len()).map_err(|e| fail(what, e))?;
+        }
         let points = xs.len() as i32;
-        let mut cv = self.gauge_cell.slice_mut(0..cells.len());
-        self.stream.memcpy_htod(&cells, &mut cv).map_err(|e| fail(what, e))?;
-        let mut ov = self.gauge_off.slice_mut(0..offs.len());
-        self.stream.memcpy_htod(&offs, &mut ov).map_err(|e| fail(what, e))?;
+        let (wlo, whi) = self.win.window;
+        self.stream.memcpy_htod(&cells, &mut self.gauge_cell.slice_mut(0..cells.len())).map_err(|e| fail(what, e))?;
+        self.stream.memcpy_htod(&offs, &mut self.gauge_off.slice_mut(0..offs.len())).map_err(|e| fail(what, e))?;
         {
             let mut b = self.stream.launch_builder(&self.k.gauge_sums);
-            b.arg(&points).arg(&self.gauge_cell).arg(&self.gauge_off).arg(&self.pos).arg(&self.vel);
-            b.arg(&self.cell_start).arg(&mut self.gauge_out);
-            // SAFETY: argument types match gauge_sums_kernel; `points` fits the gauge buffers
-            // (sized at construction for every gauge sample of the case).
+            b.arg(&points).arg(&wlo).arg(&whi).arg(&self.gauge_cell).arg(&self.gauge_off).arg(&self.pos);
+            b.arg(&self.vel).arg(&self.cell_start).arg(&mut self.gauge_out);
+            // SAFETY: argument types match gauge_sums_kernel; `points` fits the gauge buffers.
             unsafe { b.launch(cfg(xs.len())) }.map_err(|e| fail(what, e))?;
         }
         let mut sums = vec![0.0f64; 2 * xs.len()];
@@ -550,82 +817,21 @@ impl CudaBackend {
         let what = "front_kernel";
         self.stream.memset_zeros(&mut self.front_out).map_err(|e| fail(what, e))?;
         let vert = self.case.dim - 1;
-        let (n, ax, below_rel) = (self.n as i32, axis as i32, below - self.grid.origin[vert]);
-        {
+        let (first, count) = (self.own.start as i32, self.own.len() as i32);
+        let (ax, below_rel) = (axis as i32, below - self.whole.origin[vert]);
+        if count > 0 {
             let mut b = self.stream.launch_builder(&self.k.front);
-            b.arg(&n).arg(&ax).arg(&below_rel).arg(&self.pos).arg(&self.cell).arg(&self.info).arg(&mut self.front_out);
-            // SAFETY: argument types match front_kernel.
-            unsafe { b.launch(cfg(self.n)) }.map_err(|e| fail(what, e))?;
+            b.arg(&first).arg(&count).arg(&ax).arg(&below_rel);
+            b.arg(&self.pos).arg(&self.cell).arg(&self.info).arg(&mut self.front_out);
+            // SAFETY: argument types match front_kernel; first + count <= n.
+            unsafe { b.launch(cfg(self.own.len())) }.map_err(|e| fail(what, e))?;
         }
         let mut v = [0u64; 1];
         self.stream.memcpy_dtoh(&self.front_out, &mut v).map_err(|e| fail(what, e))?;
         self.stream.synchronize().map_err(|e| fail(what, e))?;
-        Ok((v[0] != 0).then(|| f64::from_bits(v[0]) - self.grid.cell[axis] + self.grid.origin[axis]))
+        Ok((v[0] != 0).then(|| f64::from_bits(v[0]) - self.whole.cell[axis] + self.whole.origin[axis]))
     }
-}
 
-impl Backend for CudaBackend {
-    fn name(&self) -> String {
-        self.name.clone()
-    }
-    fn len(&self) -> usize {
-        self.n
-    }
-    fn bytes_per_particle(&self) -> usize {
-        bytes_per_particle(self.buffers, self.n, self.grid.cell_count())
-    }
-    fn grid(&self) -> &Grid {
-        &self.grid
-    }
-    // One device only until the slices land here (see the runtime's team).
-    fn rebuild_begin(
-        &mut self,
-        map: &surge_core::decomp::SliceMap,
-        _me: usize,
-        rekey: bool,
-        _out: &mut [ParticleState; 2],
-    ) -> Result<(), Failure> {
-        if map.devices() > 1 {
-            return Err(Failure::Device("the CUDA backend runs one device per process for now".into()));
-        }
-        match self.try_rebuild(rekey)? {
-            Some(b) => Err(Failure::Particle(b)),
-            None => Ok(()),
-        }
-    }
-    fn rebuild_end(&mut self, _incoming: [ParticleState; 2]) -> Result<(), Failure> {
-        Ok(())
-    }
-    fn forces(&mut self, part: surge_core::backend::Part) -> Result<(), Failure> {
-        if part == surge_core::backend::Part::Inner {
-            self.pass = self.try_forces()?;
-        }
-        Ok(())
-    }
-    fn force_stats(&mut self) -> Result<ForceStats, Failure> {
-        Ok(self.pass)
-    }
-    fn edge_forces(&mut self, _: surge_core::decomp::Side, _: &mut Vec<[f32; 4]>) -> Result<(), Failure> {
-        Err(Failure::Device("the CUDA backend runs one device per process for now".into()))
-    }
-    fn set_copy_forces(&mut self, _: surge_core::decomp::Side, _: &[[f32; 4]]) -> Result<(), Failure> {
-        Err(Failure::Device("the CUDA backend runs one device per process for now".into()))
-    }
-    fn update(&mut self, which: Update, dt: f64) -> Result<UpdateStats, Failure> {
-        self.try_update(which, dt)
-    }
-    fn snapshot(&mut self, out: &mut Snapshot) -> Result<(), Failure> {
-        Ok(self.try_snapshot(out)?)
-    }
-    fn export_state(&mut self, out: &mut ParticleState) -> Result<(), Failure> {
-        Ok(self.try_export(out)?)
-    }
-    fn import_state(&mut self, state: ParticleState) -> Result<(), String> {
-        self.try_import(state)
-    }
-}
-
-impl CudaBackend {
     /// The device buffer of a conserved buffer id (None when the case has no such buffer).
     fn conserved_mut(&mut self, id: BufferId) -> Option<&mut CudaSlice<u32>> {
         match id {
@@ -639,63 +845,310 @@ impl CudaBackend {
         }
     }
 
+    /// Upload the conserved buffers of `state` to the particles `at..at + state.len()`
+    /// (room for them must exist).
+    fn upload(&mut self, state: &ParticleState, at: usize) -> Result<(), String> {
+        let want = self.buffers.and(BufferSet::conserved());
+        let stream = self.stream.clone();
+        for id in want.iter() {
+            let per = id.elem_bytes() / 4;
+            let src: &[u32] = bytemuck::cast_slice(state.bytes(id));
+            if src.len() != per * state.len() {
+                return Err(format!("buffer `{}` holds {} words for {} particles", id.name(), src.len(), state.len()));
+            }
+            let dst = self.conserved_mut(id).ok_or_else(|| format!("no device buffer for {}", id.name()))?;
+            let mut view = dst.slice_mut(per * at..per * at + src.len());
+            stream.memcpy_htod(src, &mut view).map_err(|e| fail("uploading particles", e))?;
+        }
+        Ok(())
+    }
+
     fn try_export(&mut self, out: &mut ParticleState) -> Result<(), String> {
         let want = self.buffers.and(BufferSet::conserved());
-        if out.len() != self.n || out.buffers() != want {
-            *out = ParticleState::zeroed(self.n, want);
+        let r = self.own.clone();
+        if out.len() != r.len() || out.buffers() != want {
+            *out = ParticleState::zeroed(r.len(), want);
         }
         let stream = self.stream.clone();
-        for &id in BufferId::ALL.iter().filter(|b| want.contains(**b)) {
-            let words = out.bytes(id).len() / 4;
+        for id in want.iter() {
+            let per = id.elem_bytes() / 4;
             let dst: &mut [u32] = bytemuck::cast_slice_mut(out.bytes_mut(id));
             let src = self.conserved_mut(id).ok_or_else(|| format!("no device buffer for {}", id.name()))?;
-            let view = src.slice(0..words);
-            stream.memcpy_dtoh(&view, dst).map_err(|e| fail("copying the particle state", e))?;
+            if !r.is_empty() {
+                let view = src.slice(per * r.start..per * r.end);
+                stream.memcpy_dtoh(&view, dst).map_err(|e| fail("copying the particle state", e))?;
+            }
         }
-        out.set_grid(&self.grid);
+        out.set_grid(&self.whole);
         stream.synchronize().map_err(|e| fail("copying the particle state", e))
     }
 
     fn try_import(&mut self, mut state: ParticleState) -> Result<(), String> {
         let want = self.buffers.and(BufferSet::conserved());
-        if state.buffers() != want || state.len() != self.n {
+        if state.buffers() != want {
             return Err(format!(
-                "the particle state holds {} particles with buffers {:#x}; this device holds {} with {:#x}",
-                state.len(),
-                state.buffers().0,
-                self.n,
-                want.0
+                "the particle state holds the buffers [{}], this case needs [{}]",
+                buffers::names(state.buffers()),
+                buffers::names(want)
             ));
         }
         // A state from another grid (the CPU's cells are larger) moves to this one's cells.
-        state.relocate(&self.grid)?;
-        state.validate(&self.grid)?;
-        let stream = self.stream.clone();
-        for &id in BufferId::ALL.iter().filter(|b| want.contains(**b)) {
-            let src: &[u32] = bytemuck::cast_slice(state.bytes(id));
-            let dst = self.conserved_mut(id).ok_or_else(|| format!("no device buffer for {}", id.name()))?;
-            let mut view = dst.slice_mut(0..src.len());
-            stream.memcpy_htod(src, &mut view).map_err(|e| fail("loading the particle state", e))?;
+        state.relocate(&self.whole)?;
+        state.validate_part(&self.whole, u32::MAX as usize)?;
+        let m = state.len();
+        self.stream.synchronize().map_err(|e| fail("loading the particle state", e))?;
+        // Nothing held is kept.
+        self.n = 0;
+        self.ensure_capacity(m)?;
+        self.upload(&state, 0)?;
+        self.stream.synchronize().map_err(|e| fail("loading the particle state", e))?;
+        self.n = m;
+        self.own = 0..m;
+        self.edges = [0..0, 0..0];
+        Ok(())
+    }
+}
+
+impl Backend for CudaBackend {
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    fn len(&self) -> usize {
+        self.own.len()
+    }
+
+    fn bytes_per_particle(&self) -> usize {
+        bytes_per_particle(self.buffers, self.n, self.win.cell_count())
+    }
+
+    fn inner_forces_run_on(&self) -> bool {
+        true
+    }
+    fn grid(&self) -> &Grid {
+        &self.whole
+    }
+
+    fn rebuild_begin(
+        &mut self,
+        map: &SliceMap,
+        me: usize,
+        rekey: bool,
+        out: &mut [ParticleState; 2],
+    ) -> Result<(), Failure> {
+        self.bind()?;
+        let own = self.own.clone();
+        let (first, count) = (own.start as i32, own.len() as i32);
+        if rekey && count > 0 {
+            self.reset_stats()?;
+            {
+                let mut b = self.stream.launch_builder(&self.k.rekey);
+                b.arg(&first).arg(&count).arg(&mut self.cell).arg(&mut self.pos).arg(&self.info).arg(&mut self.stats);
+                // SAFETY: argument types match rekey_kernel; first + count <= n.
+                unsafe { b.launch(cfg(own.len())) }.map_err(|e| fail("rekey_kernel", e))?;
+            }
+            let s = self.read_stats("rekey_kernel")?;
+            if s[STAT_BAD_ID] != u32::MAX {
+                return Err(Failure::Particle(self.bad_particle(s[STAT_BAD_ID], None)?));
+            }
         }
-        match self.try_rebuild(false)? {
-            Some(b) => Err(format!("particle {} of the state {}", b.id, b.reason)),
-            None => Ok(()),
+        // Which owned particles stay (those in this device's new window: its slice, and
+        // copies of particles it owned until now), which go to each neighbour's window.
+        let (lo, hi) = map.window(me);
+        let window = |s: Side| map.neighbour(me, s).map_or((0, 0), |d| map.window(d));
+        let ((llo, lhi), (rlo, rhi)) = (window(Side::Left), window(Side::Right));
+        let what = "classify_kernel";
+        self.stream.memset_zeros(&mut self.counters).map_err(|e| fail(what, e))?;
+        if count > 0 {
+            let mut b = self.stream.launch_builder(&self.k.classify);
+            b.arg(&first).arg(&count).arg(&lo).arg(&hi).arg(&llo).arg(&lhi).arg(&rlo).arg(&rhi);
+            b.arg(&self.cell).arg(&mut self.perm).arg(&mut self.key).arg(&mut self.counters);
+            // SAFETY: argument types match classify_kernel; the lists hold at most count
+            // indices each (the two send lists share `key` from both ends, and never
+            // overlap), count <= cap.
+            unsafe { b.launch(cfg(own.len())) }.map_err(|e| fail(what, e))?;
         }
+        let mut c = [0u32; 4];
+        self.stream.memcpy_dtoh(&self.counters, &mut c).map_err(|e| fail(what, e))?;
+        self.stream.synchronize().map_err(|e| fail(what, e))?;
+        let (kept, left, right) = (c[0] as usize, c[1] as usize, c[2] as usize);
+        let m = own.len();
+        if left + right > m || kept > m {
+            return Err(Failure::Device(format!(
+                "{what}: {kept} kept, {left} and {right} to send of {m} owned particles"
+            )));
+        }
+        out[Side::Left as usize] = self.gather_out(0..left)?;
+        out[Side::Right as usize] = self.gather_out(m - right..m)?;
+        // The kept particles to the front; the copies are dropped.
+        self.permute(kept)?;
+        self.n = kept;
+        let (wl, wh) = map.window(me);
+        self.win = self.whole.windowed(wl, wh);
+        self.map = map.clone();
+        self.me = me;
+        self.own = 0..0;
+        self.edges = [0..0, 0..0];
+        Ok(())
+    }
+
+    fn rebuild_end(&mut self, incoming: [ParticleState; 2]) -> Result<(), Failure> {
+        self.bind()?;
+        let conserved = self.buffers.and(BufferSet::conserved());
+        for part in &incoming {
+            if !part.is_empty() && part.buffers() != conserved {
+                return Err(Failure::Device(format!(
+                    "particles from a neighbour hold the buffers [{}], this case needs [{}]",
+                    buffers::names(part.buffers()),
+                    buffers::names(conserved)
+                )));
+            }
+        }
+        let total = self.n + incoming.iter().map(|p| p.len()).sum::<usize>();
+        self.ensure_capacity(total)?;
+        for part in &incoming {
+            if !part.is_empty() {
+                self.upload(part, self.n)?;
+                self.n += part.len();
+            }
+        }
+        let bins = 2 * self.win.cell_count();
+        if bins != self.bins {
+            self.stream.synchronize().map_err(|e| fail("resizing the cell table", e))?;
+            self.cell_start =
+                self.stream.alloc_zeros::<u32>(bins + 2).map_err(|e| fail("allocating the cell table", e))?;
+            self.scan = scan_levels(&self.stream, bins + 2)?;
+            self.bins = bins;
+        }
+        self.sort()?;
+        let (lo, hi) = self.map.owned(self.me);
+        let halo = self.map.halo;
+        let [own_start, left_end, right_start, own_end] = self.layer_starts([lo, lo + halo, hi - halo, hi])?;
+        self.own = own_start..own_end;
+        self.edges = [
+            match self.map.neighbour(self.me, Side::Left) {
+                Some(_) => own_start..left_end,
+                None => own_start..own_start,
+            },
+            match self.map.neighbour(self.me, Side::Right) {
+                Some(_) => right_start..own_end,
+                None => own_end..own_end,
+            },
+        ];
+        self.size_stages()?;
+        // The incoming states are dropped here, after the device is done with them.
+        drop(incoming);
+        Ok(())
+    }
+
+    fn forces(&mut self, part: Part) -> Result<(), Failure> {
+        self.bind()?;
+        match part {
+            Part::Edges => {
+                self.reset_stats()?;
+                let [l, r] = self.edges.clone();
+                self.launch_forces(l)?;
+                self.launch_forces(r)?;
+                // The edges' values go to pinned memory before the inner part is launched,
+                // so `edge_forces` waits for the edges alone.
+                self.stage_edges()?;
+            }
+            Part::Inner => {
+                let inner = self.edges[0].end..self.edges[1].start;
+                self.launch_forces(inner)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn force_stats(&mut self) -> Result<ForceStats, Failure> {
+        self.bind()?;
+        let s = self.read_stats("forces_kernel")?;
+        Ok(ForceStats { acc_max: f32::from_bits(s[0]), visc_max: f32::from_bits(s[1]) })
+    }
+
+    fn edge_forces(&mut self, side: Side, out: &mut Vec<[f32; 4]>) -> Result<(), Failure> {
+        self.bind()?;
+        let what = "copying edge forces to the host";
+        self.edge_done.synchronize().map_err(|e| fail(what, e))?;
+        let words = 4 * self.values_per_particle() * self.edges[side as usize].len();
+        out.clear();
+        if words > 0 {
+            let stage = self.edge_stage[side as usize].as_slice().map_err(|e| fail(what, e))?;
+            out.extend_from_slice(bytemuck::cast_slice(&stage[..words]));
+        }
+        Ok(())
+    }
+
+    fn set_copy_forces(&mut self, side: Side, values: &[[f32; 4]]) -> Result<(), Failure> {
+        self.bind()?;
+        let r = self.copies(side);
+        let per = self.values_per_particle();
+        if values.len() != per * r.len() {
+            return Err(Failure::Device(format!(
+                "{} force values for the {} copies from the {side:?} neighbour",
+                values.len(),
+                r.len()
+            )));
+        }
+        if r.is_empty() {
+            return Ok(());
+        }
+        let what = "copying forces to the copies";
+        let s = side as usize;
+        let words = 4 * r.len();
+        // The last upload from this staging buffer must be over before it is refilled.
+        self.copy_done[s].synchronize().map_err(|e| fail(what, e))?;
+        let stage = self.copy_stage[s].as_mut_slice().map_err(|e| fail(what, e))?;
+        let stage = &mut stage[..per * words];
+        stage.copy_from_slice(bytemuck::cast_slice(values));
+        // From page-locked memory the uploads are queued behind the inner forces without
+        // blocking the host.
+        let (f, sh) = stage.split_at(words);
+        self.stream.memcpy_htod(f, &mut self.force.slice_mut(4 * r.start..4 * r.end)).map_err(|e| fail(what, e))?;
+        if let Some(dst) = self.shift.as_mut() {
+            self.stream.memcpy_htod(sh, &mut dst.slice_mut(4 * r.start..4 * r.end)).map_err(|e| fail(what, e))?;
+        }
+        self.copy_done[s].record(&self.stream).map_err(|e| fail(what, e))?;
+        Ok(())
+    }
+
+    fn update(&mut self, which: Update, dt: f64) -> Result<UpdateStats, Failure> {
+        self.bind()?;
+        self.try_update(which, dt)
+    }
+
+    fn snapshot(&mut self, out: &mut Snapshot) -> Result<(), Failure> {
+        self.bind()?;
+        Ok(self.snapshot_range(self.own.clone(), out)?)
+    }
+
+    fn export_state(&mut self, out: &mut ParticleState) -> Result<(), Failure> {
+        self.bind()?;
+        Ok(self.try_export(out)?)
+    }
+
+    fn import_state(&mut self, state: ParticleState) -> Result<(), String> {
+        self.bind()?;
+        self.try_import(state)
     }
 }
 
 impl Interpolate for CudaBackend {
     fn fluid_sums(&mut self, xs: &[[f64; 3]], out: &mut Vec<(f64, f64)>) -> Result<(), String> {
+        self.bind()?;
         self.try_fluid_sums(xs, out)
     }
     fn fluid_front(&mut self, axis: usize, below: f64) -> Result<Option<f64>, String> {
+        self.bind()?;
         self.try_front(axis, below)
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::fits;
+    use super::{bytes_per_particle, capacity_for, fits};
+    use surge_core::buffers::{BufferId, BufferSet};
 
     #[test]
     fn a_case_too_big_for_the_gpu_names_the_largest_dp_that_fits() {
@@ -705,5 +1158,17 @@ mod tests {
         assert!(e.contains("needs 8.00 GB") && e.contains("1.00 GB are free"), "{e}");
         let dp: f64 = e.split("about ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
         assert!((dp - 0.01 * (8.0f64 / 0.9).cbrt()).abs() < 1e-6, "{dp}");
+    }
+
+    #[test]
+    fn memory_per_particle_counts_the_headroom() {
+        assert_eq!(capacity_for(0), 1024);
+        assert_eq!(capacity_for(1000), 1000 + 300 + 1024);
+        let set = BufferSet::all();
+        let on_gpu = set.bytes_per_particle() - BufferId::Press.elem_bytes();
+        let n = 1_000_000;
+        let b = bytes_per_particle(set, n, 0);
+        // 1.3 times the buffers (plus 1024 particles' worth), and the two table words.
+        assert!(b >= (on_gpu * 13).div_ceil(10) && b <= (on_gpu * 13).div_ceil(10) + 2, "{b} for {on_gpu}");
     }
 }

@@ -1,6 +1,7 @@
-//! surge-cuda: the CUDA execution role. The whole step runs on one GPU: cell keys, counting
-//! sort (own scan), cell ranges, forces, updates, reductions and gauges; particles come back to
-//! the host only for output, through pinned buffers. Kernels (kernels/*.cu, embedded) are
+//! surge-cuda: the CUDA execution role. A device's whole step runs on its GPU: cell keys,
+//! counting sort (own scan), cell ranges, forces, updates, reductions and gauges; particles
+//! come back to the host only for output, for the neighbours at a rebuild, and the edge
+//! forces each step (through pinned buffers). Kernels (kernels/*.cu, embedded) are
 //! compiled at start-up with NVRTC for the case's options and the GPU's architecture.
 #![warn(missing_docs)]
 

@@ -202,17 +202,26 @@ impl Worker {
     fn forces(&mut self) -> ForceStats {
         let t0 = Instant::now();
         self.call(|b| b.forces(Part::Edges));
-        let mut exposed = 0.0;
+        // A device that computes on its own gets the inner part first, so it never idles
+        // while the host takes the edge values off it.
+        let launch_first = self.backend.inner_forces_run_on();
+        if launch_first {
+            self.call(|b| b.forces(Part::Inner));
+        }
+        // Taking the edge values off and sending them: hidden when the device computes the
+        // inner part meanwhile, exposed otherwise.
+        let t = Instant::now();
         for side in self.neighbours().collect::<Vec<_>>() {
-            let t = Instant::now();
             let mut buf = std::mem::take(&mut self.edge_buf);
             self.call(|b| b.edge_forces(side, &mut buf));
             self.send(side, Packet::Forces(buf));
-            exposed += t.elapsed().as_secs_f64();
         }
-        self.call(|b| b.forces(Part::Inner));
+        let out = t.elapsed().as_secs_f64();
+        if !launch_first {
+            self.call(|b| b.forces(Part::Inner));
+        }
         let stats = self.call(|b| b.force_stats()).unwrap_or_default();
-        let computed = t0.elapsed().as_secs_f64() - exposed;
+        let computed = t0.elapsed().as_secs_f64() - if launch_first { 0.0 } else { out };
         let t1 = Instant::now();
         for side in self.neighbours().collect::<Vec<_>>() {
             match self.recv(side) {
@@ -224,11 +233,12 @@ impl Worker {
                 None => {}
             }
         }
-        exposed += t1.elapsed().as_secs_f64();
+        let back = t1.elapsed().as_secs_f64();
+        let exposed = back + if launch_first { 0.0 } else { out };
+        self.times.exchange += out + back;
         self.times.forces += computed;
         self.window_forces += computed;
         self.times.exposed += exposed;
-        self.times.exchange += exposed;
         stats
     }
 
