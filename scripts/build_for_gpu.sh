@@ -6,14 +6,14 @@ cd "$(dirname "$0")/.."
 cargo build --release
 mkdir -p .device
 cp target/release/surge .device/
-cargo test --release --no-run --message-format=json 2>/dev/null \
+cargo test --release --workspace --no-run --message-format=json 2>/dev/null \
     | python3 -c '
 import json, sys, shutil
 for line in sys.stdin:
     m = json.loads(line)
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"]:
         name = m["target"]["name"]
-        if name in ("gpu_parity", "physics_channel_flows", "physics_hydrostatic", "physics_taylor_green", "physics_dam_break", "determinism"):
+        if name in ("gpu_parity", "physics_channel_flows", "physics_hydrostatic", "physics_taylor_green", "physics_dam_break", "determinism", "decomposition", "devices"):
             shutil.copy(m["executable"], ".device/" + name)
             print(".device/" + name)
 '

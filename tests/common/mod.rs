@@ -46,15 +46,15 @@ pub fn sim_on(case: &Case, backend: BackendChoice, threads: usize) -> Simulation
     surge_runtime::simulation(case, &DeviceRequest::one(backend, threads)).unwrap_or_else(|e| panic!("{e}")).sim
 }
 
-/// The case on `n` devices of the test backend: CPU workers of one thread each, or GPUs
-/// 0..n with `SURGE_TEST_BACKEND=cuda`.
+/// The case on `n` devices of the test backend: CPU workers of one thread each, or with
+/// `SURGE_TEST_BACKEND=cuda` GPUs 0..n (device k on GPU k mod the GPUs visible).
 pub fn sim_devices(case: &Case, n: usize) -> Simulation {
     let req = match test_backend() {
         BackendChoice::Cuda => DeviceRequest {
             backend: BackendChoice::Cuda,
             threads: 0,
             workers: 1,
-            gpus: surge_runtime::Gpus::List((0..n).collect()),
+            gpus: surge_runtime::Gpus::List((0..n).map(|k| k % surge_cuda::gpus().map_or(1, |g| g.len().max(1))).collect()),
         },
         _ => DeviceRequest::cpu_workers(n, n),
     };
