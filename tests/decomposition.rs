@@ -121,7 +121,7 @@ fn a_slice_without_fluid_runs_and_matches() {
         })
         .collect();
     let mut many = Simulation::team(case.clone(), map, grid.clone(), loaders).unwrap();
-    let mut one = sim_devices(&case, 1);
+    let mut one = sim_on(&case, surge_runtime::BackendChoice::Cpu, 1);
     steps(&mut many, 200);
     steps(&mut one, 200);
     let s = many.snapshot().unwrap();

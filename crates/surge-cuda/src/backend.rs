@@ -294,9 +294,10 @@ impl CudaBackend {
         }
         let zeros =
             |len: usize, what: &str| stream.alloc_zeros::<u32>(len).map_err(|e| fail(&format!("allocating {what}"), e));
-        // A buffer of `per` words per particle for `cap` particles, starting with `h`.
+        // A buffer of `per` words per particle for `cap` particles (at least `h`'s length),
+        // starting with `h`.
         let up = |h: &[u32], per: usize, what: &str| -> Result<CudaSlice<u32>, String> {
-            let mut d = zeros(per * cap, what)?;
+            let mut d = zeros((per * cap).max(h.len()), what)?;
             if !h.is_empty() {
                 stream
                     .memcpy_htod(h, &mut d.slice_mut(0..h.len()))
@@ -754,12 +755,16 @@ impl CudaBackend {
         let what = "copying particles to the host";
         let m = r.len();
         if m > 0 {
+            // Into the first words of the pinned buffers (a copy takes the destination's
+            // length, and they have room for the capacity).
             let (a, b) = (4 * r.start, 4 * r.end);
-            self.stream.memcpy_dtoh(&self.pos.slice(a..b), &mut self.host_pos).map_err(|e| fail(what, e))?;
-            self.stream.memcpy_dtoh(&self.vel.slice(a..b), &mut self.host_vel).map_err(|e| fail(what, e))?;
-            self.stream.memcpy_dtoh(&self.cell.slice(a..b), &mut self.host_cell).map_err(|e| fail(what, e))?;
-            let info_words = self.info.slice(2 * r.start..2 * r.end);
-            self.stream.memcpy_dtoh(&info_words, &mut self.host_info).map_err(|e| fail(what, e))?;
+            let CudaBackend { stream, pos, vel, cell, info, host_pos, host_vel, host_cell, host_info, .. } = self;
+            for (src, dst) in [(&*pos, host_pos), (&*vel, host_vel), (&*cell, host_cell)] {
+                let dst = &mut dst.as_mut_slice().map_err(|e| fail(what, e))?[..b - a];
+                stream.memcpy_dtoh(&src.slice(a..b), dst).map_err(|e| fail(what, e))?;
+            }
+            let dst = &mut host_info.as_mut_slice().map_err(|e| fail(what, e))?[..2 * m];
+            stream.memcpy_dtoh(&info.slice(2 * r.start..2 * r.end), dst).map_err(|e| fail(what, e))?;
         }
         self.stream.synchronize().map_err(|e| fail(what, e))?;
         let pos: &[[f32; 4]] = bytemuck::cast_slice(&self.host_pos.as_slice().map_err(|e| fail(what, e))?[..4 * m]);

@@ -13,8 +13,8 @@ use surge_cuda::CudaBackend;
 const DAM: &str = r#"
 dp = 0.02
 [domain]
-min = [0.0, 0.0]
-max = [2.0, 0.8]
+min = [-0.2, -0.2]
+max = [2.2, 1.0]
 [physics]
 body_force = [0.0, -9.81]
 [time]
