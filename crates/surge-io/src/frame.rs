@@ -21,6 +21,9 @@ pub struct FrameWriter {
     csv: bool,
     /// (time, path relative to `out_dir`) of every VTU frame listed in the `.pvd`, by time.
     listed: Vec<(f64, String)>,
+    /// This writer's piece and the number of pieces (MPI ranks): with several, each writes
+    /// `<case>_NNNNN_pRRRR.vtu`, piece 0 also the `.pvtu` joining them and the `.pvd`.
+    piece: (usize, usize),
 }
 
 impl FrameWriter {
@@ -47,7 +50,15 @@ impl FrameWriter {
             vtu: formats.contains(&OutputFormat::Vtu),
             csv: formats.contains(&OutputFormat::Csv),
             listed: Vec::new(),
+            piece: (0, 1),
         })
+    }
+
+    /// Write piece `piece` of `pieces` of every frame (one per MPI rank); piece 0 also writes
+    /// the `.pvtu` and the `.pvd`, which ParaView opens as one data set.
+    pub fn with_piece(mut self, piece: usize, pieces: usize) -> FrameWriter {
+        self.piece = (piece, pieces.max(1));
+        self
     }
 
     /// Writes frame `index` at simulated time `time` in every format asked for, particles in
@@ -60,22 +71,39 @@ impl FrameWriter {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "snapshot arrays differ in length"));
         }
         let order = snap.order_by_id();
-        let stem = format!("{}_{index:05}", self.case);
+        let (piece, pieces) = self.piece;
+        let frame = format!("{}_{index:05}", self.case);
+        let stem = if pieces > 1 { format!("{frame}_p{piece:04}") } else { frame.clone() };
         let mut written = Vec::new();
         if self.vtu {
             let path = self.out_dir.join("frames").join(format!("{stem}.vtu"));
             write_atomic_with(&path, |w| crate::vtu::write_vtu(w, snap, &order, self.dim))?;
             written.push(path);
+            if piece != 0 {
+                return self.write_csv(&stem, snap, &order, written);
+            }
+            let file = if pieces > 1 {
+                let names: Vec<String> = (0..pieces).map(|p| format!("{frame}_p{p:04}.vtu")).collect();
+                let pvtu = self.out_dir.join("frames").join(format!("{frame}.pvtu"));
+                write_atomic_with(&pvtu, |w| crate::vtu::write_pvtu(w, &names))?;
+                written.push(pvtu);
+                format!("frames/{frame}.pvtu")
+            } else {
+                format!("frames/{stem}.vtu")
+            };
             // A frame written again (after a restart) replaces its old entry.
-            let file = format!("frames/{stem}.vtu");
             self.listed.retain(|(_, f)| *f != file);
             self.listed.push((time, file));
             self.listed.sort_by(|a, b| a.0.total_cmp(&b.0));
             self.write_pvd()?;
         }
+        self.write_csv(&stem, snap, &order, written)
+    }
+
+    fn write_csv(&self, stem: &str, snap: &Snapshot, order: &[usize], mut written: Vec<PathBuf>) -> io::Result<Vec<PathBuf>> {
         if self.csv {
             let path = self.out_dir.join("frames").join(format!("{stem}.csv"));
-            write_atomic_with(&path, |w| crate::csv::write_csv(w, snap, &order, self.dim))?;
+            write_atomic_with(&path, |w| crate::csv::write_csv(w, snap, order, self.dim))?;
             written.push(path);
         }
         Ok(written)
@@ -103,7 +131,7 @@ impl FrameWriter {
         listed.retain(|&(t, _)| t <= up_to_time);
         listed.sort_by(|a, b| a.0.total_cmp(&b.0));
         self.listed = listed;
-        if self.vtu {
+        if self.vtu && self.piece.0 == 0 {
             self.write_pvd()?;
         }
         Ok(())
@@ -128,7 +156,7 @@ impl FrameWriter {
 }
 
 /// Case names are the user's: keep characters special to XML from breaking the `.pvd`.
-fn xml_escape(s: &str) -> String {
+pub(crate) fn xml_escape(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
@@ -244,6 +272,24 @@ mod tests {
         let after = pvd_entries(&dir, "a&b");
         assert_eq!(after.len(), 4);
         assert!(after[3].contains(r#"timestep="0.35""#) && after[3].contains("a&amp;b_00003.vtu"));
+    }
+
+    #[test]
+    fn pieces_are_joined_by_a_pvtu_listed_in_the_pvd() {
+        let dir = crate::test_dir("pieces");
+        let mut w0 = FrameWriter::create(&dir, "c", 2, &[OutputFormat::Vtu]).unwrap().with_piece(0, 2);
+        let mut w1 = FrameWriter::create(&dir, "c", 2, &[OutputFormat::Vtu]).unwrap().with_piece(1, 2);
+        let files = w0.write_frame(0, 0.0, &snapshot(2)).unwrap();
+        w1.write_frame(0, 0.0, &snapshot(2)).unwrap();
+        assert!(files.iter().any(|f| f.ends_with("frames/c_00000.pvtu")));
+        let pvtu = std::fs::read_to_string(dir.join("frames/c_00000.pvtu")).unwrap();
+        assert!(pvtu.contains("<Piece Source=\"c_00000_p0000.vtu\"/>") && pvtu.contains("c_00000_p0001.vtu"));
+        assert!(pvtu.contains("PDataArray type=\"Float64\" Name=\"Points\" NumberOfComponents=\"3\""));
+        for p in ["c_00000_p0000.vtu", "c_00000_p0001.vtu"] {
+            assert_eq!(crate::read_vtu(&dir.join("frames").join(p)).unwrap().points.len(), snapshot(2).len());
+        }
+        assert_eq!(pvd_entries(&dir, "c").len(), 1);
+        assert!(pvd_entries(&dir, "c")[0].contains("file=\"frames/c_00000.pvtu\""));
     }
 
     #[test]

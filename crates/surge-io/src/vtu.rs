@@ -95,6 +95,27 @@ pub(crate) fn write_vtu<W: Write>(w: &mut W, s: &Snapshot, order: &[usize], dim:
     w.write_all(b"\n  </AppendedData>\n</VTKFile>\n")
 }
 
+/// The `.pvtu` that joins the pieces `pieces` (file names relative to it) of one frame.
+pub(crate) fn write_pvtu<W: Write>(w: &mut W, pieces: &[String]) -> io::Result<()> {
+    let decl = |i: usize| {
+        let (name, ty, comps, _) = ARRAYS[i];
+        let nc = if comps > 1 { format!(" NumberOfComponents=\"{comps}\"") } else { String::new() };
+        format!("      <PDataArray type=\"{ty}\" Name=\"{name}\"{nc}/>\n")
+    };
+    write!(
+        w,
+        "<?xml version=\"1.0\"?>\n\
+         <VTKFile type=\"PUnstructuredGrid\" version=\"1.0\" byte_order=\"LittleEndian\" header_type=\"UInt64\">\n  \
+         <PUnstructuredGrid GhostLevel=\"0\">\n    <PPointData>\n{}    </PPointData>\n    <PPoints>\n{}    </PPoints>\n",
+        (0..5).map(decl).collect::<String>(),
+        decl(5).replace("      ", "        ")
+    )?;
+    for p in pieces {
+        writeln!(w, "    <Piece Source=\"{}\"/>", crate::frame::xml_escape(p))?;
+    }
+    w.write_all(b"  </PUnstructuredGrid>\n</VTKFile>\n")
+}
+
 /// What [`read_vtu`] returns.
 #[derive(Debug, Clone, Default)]
 pub struct VtuData {

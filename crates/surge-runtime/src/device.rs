@@ -1,6 +1,8 @@
 //! Choosing the execution role: CPU cores, GPUs, or the best available; and how many.
 
+use crate::cluster::{Cluster, Single};
 use crate::simulation::Simulation;
+use std::sync::Arc;
 use crate::team::Loader;
 use surge_core::backend::Backend;
 use surge_core::decomp::SliceMap;
@@ -24,6 +26,8 @@ pub enum BackendChoice {
 /// Which GPUs to use.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Gpus {
+    /// GPU 0; under MPI, this rank's share of its node's GPUs.
+    Auto,
     /// These ordinals, one device each.
     List(Vec<usize>),
     /// Every visible GPU.
@@ -46,11 +50,30 @@ pub struct DeviceRequest {
 impl DeviceRequest {
     /// One device of `backend` with `threads` threads (0: all cores), GPU 0.
     pub fn one(backend: BackendChoice, threads: usize) -> DeviceRequest {
-        DeviceRequest { backend, threads, workers: 1, gpus: Gpus::List(vec![0]) }
+        DeviceRequest { backend, threads, workers: 1, gpus: Gpus::Auto }
     }
     /// `workers` CPU workers sharing `threads` threads (0: all cores).
     pub fn cpu_workers(workers: usize, threads: usize) -> DeviceRequest {
-        DeviceRequest { backend: BackendChoice::Cpu, threads, workers, gpus: Gpus::List(vec![0]) }
+        DeviceRequest { backend: BackendChoice::Cpu, threads, workers, gpus: Gpus::Auto }
+    }
+
+    /// This rank's GPUs when none are named: its share of the node's visible GPUs by its
+    /// node-local rank (several ranks share one GPU when there are more ranks than GPUs).
+    fn for_rank(&self, cluster: &dyn Cluster) -> DeviceRequest {
+        if self.gpus != Gpus::Auto || cluster.size() == 1 || self.backend == BackendChoice::Cpu {
+            return self.clone();
+        }
+        let g = surge_cuda::gpus().map_or(0, |g| g.len());
+        let (lr, ls) = cluster.node_local();
+        let list = if g == 0 {
+            vec![0]
+        } else if g >= ls {
+            let k = g / ls;
+            (lr * k..(lr + 1) * k).collect()
+        } else {
+            vec![lr % g]
+        };
+        DeviceRequest { gpus: Gpus::List(list), ..self.clone() }
     }
 }
 
@@ -94,6 +117,7 @@ fn resolve(req: &DeviceRequest) -> Result<(Resolved, String), String> {
                 Ok(l.clone())
             }
             Gpus::All => surge_cuda::gpus().map(|g| (0..g.len()).collect()),
+            Gpus::Auto => Ok(vec![0]),
         }
     };
     let usable = |ords: &[usize]| -> Option<String> {
@@ -160,12 +184,39 @@ pub struct Loaded {
 /// thread; several are cut into slices of equal particle counts along the split axis, each
 /// loaded by its own worker thread.
 pub fn simulation(case: &Case, req: &DeviceRequest) -> Result<Loaded, String> {
+    simulation_on(case, req, Arc::new(Single))
+}
+
+/// [`simulation`] as one rank of an MPI run: every rank has the same number of devices
+/// (`k`), the slices are cut for all `ranks x k` devices (rank-major), and this rank loads
+/// its own. Rank 0 logs the rank -> host -> device map.
+pub fn simulation_on(case: &Case, req: &DeviceRequest, cluster: Arc<dyn Cluster>) -> Result<Loaded, String> {
+    let req = &req.for_rank(cluster.as_ref());
     let filled = fill(case);
     let (resolved, note) = resolve(req)?;
-    let n = match &resolved {
+    let k = match &resolved {
         Resolved::Cpu => req.workers.max(1),
         Resolved::Cuda(o) => o.len(),
     };
+    let ranks = cluster.size();
+    if ranks > 1 {
+        let ks = cluster.all_gather(&[k as f64]);
+        if ks.iter().any(|&x| x as usize != k) {
+            return Err(format!("every rank must drive as many devices; the ranks have {ks:?}"));
+        }
+        let what = match &resolved {
+            Resolved::Cpu => format!("{k} cpu worker(s)"),
+            Resolved::Cuda(o) => format!("GPU(s) {o:?}"),
+        };
+        let line = format!("rank {} on {}: {what}, devices {}..{}", cluster.rank(), cluster.host(), cluster.rank() * k, (cluster.rank() + 1) * k);
+        if let Some(all) = cluster.gather_bytes(line.into_bytes()) {
+            tracing::info!("{} MPI ranks ({})", ranks, cluster.threading());
+            for l in all {
+                tracing::info!("{}", String::from_utf8_lossy(&l));
+            }
+        }
+    }
+    let n = k * ranks;
     if n == 1 {
         let one = DeviceRequest { gpus: Gpus::List(ords_of(&resolved)), ..req.clone() };
         let chosen = load(case, &filled, &one)?;
@@ -194,8 +245,9 @@ pub fn simulation(case: &Case, req: &DeviceRequest) -> Result<Loaded, String> {
         weights[l as usize] += 1;
     }
     let map = SliceMap::balanced(&weights, n, grid.reach)?;
-    let threads = threads_each(req.threads, n);
-    let loaders: Vec<Loader> = (0..n)
+    let threads = threads_each(req.threads, k);
+    let first = cluster.rank() * k;
+    let loaders: Vec<Loader> = (first..first + k)
         .map(|d| {
             let part = filled.subset(|i| map.owner(layer[i]) == d);
             let case = case.clone();
@@ -204,7 +256,7 @@ pub fn simulation(case: &Case, req: &DeviceRequest) -> Result<Loaded, String> {
                     CpuBackend::new(&case, &part, threads).map(|b| Box::new(b) as Box<dyn Backend>)
                 }) as Loader,
                 Resolved::Cuda(o) => {
-                    let ord = o[d];
+                    let ord = o[d - first];
                     Box::new(move || CudaBackend::new(&case, &part, ord).map(|b| Box::new(b) as Box<dyn Backend>))
                         as Loader
                 }
@@ -213,13 +265,20 @@ pub fn simulation(case: &Case, req: &DeviceRequest) -> Result<Loaded, String> {
         .collect();
     let fluid = filled.fluid_count();
     drop(filled);
-    let sim = Simulation::team(case.clone(), map, grid, loaders)?;
+    let sim = Simulation::ranks(case.clone(), map.clone(), grid, loaders, cluster.clone())?;
     let names = sim.backend_names();
     let what = match &resolved {
         Resolved::Cpu => format!("{n} cpu workers ({threads} threads each)"),
-        Resolved::Cuda(_) => format!("{n} GPUs: {}", names.join(", ")),
+        Resolved::Cuda(_) => format!("{n} GPUs{}", if ranks == 1 { format!(": {}", names.join(", ")) } else { String::new() }),
     };
-    let note = format!("{note}{what}, split along {}", ["x", "y", "z"][axis]);
+    let ranks_note = if ranks > 1 { format!(" over {ranks} MPI ranks") } else { String::new() };
+    if cluster.rank() == 0 {
+        for d in 0..n {
+            let (lo, hi) = map.owned(d);
+            tracing::info!("device {d}: cell layers {lo}..{hi} of {} along {}", map.layers(), ["x", "y", "z"][axis]);
+        }
+    }
+    let note = format!("{note}{what}{ranks_note}, split along {}", ["x", "y", "z"][axis]);
     let threads = if matches!(resolved, Resolved::Cpu) { threads } else { 1 };
     Ok(Loaded { sim, note, threads, fluid })
 }

@@ -7,8 +7,10 @@
 //! reductions, the load balancer's times) involve every device and return the same values
 //! on all of them, reduced in device order, so every device takes the same decisions.
 
+use crate::cluster::{tag, Cluster, Single};
 use std::sync::mpsc::{channel, Receiver, Sender};
-use surge_core::buffers::ParticleState;
+use std::sync::Arc;
+use surge_core::buffers::{BufferSet, ParticleState};
 use surge_core::decomp::Side;
 
 /// A message to a neighbour.
@@ -73,30 +75,53 @@ impl Exchange for Solo {
     }
 }
 
-/// Devices of one process: channels between threads. Sends move host buffers (no copy).
+/// The devices of this process: channels between their threads (sends move host
+/// buffers, no copy), and MPI through the process's [`Cluster`] to the devices of other
+/// ranks. Devices are numbered rank-major: rank r holds `r k .. (r + 1) k`.
 pub struct Local {
     me: usize,
     n: usize,
+    /// This device's index on its rank, and the rank's device count.
+    li: usize,
+    k: usize,
     to: [Option<Sender<Packet>>; 2],
     from: [Option<Receiver<Packet>>; 2],
-    /// Collective values to every other device, and from each, indexed by device.
+    /// The rank of a neighbour on another rank.
+    remote: [Option<usize>; 2],
+    /// Collective values to every other device of this rank, and from each.
     coll_to: Vec<Option<Sender<Vec<f64>>>>,
     coll_from: Vec<Option<Receiver<Vec<f64>>>>,
+    /// The rank's first device hands the ranks' result to the others.
+    bcast_to: Vec<Option<Sender<Vec<f64>>>>,
+    bcast_from: Option<Receiver<Vec<f64>>>,
+    cluster: Arc<dyn Cluster>,
 }
 
-/// Links for `n` devices of one process, one per device in device order.
+/// Links for `n` devices of one process and no other rank, in device order.
 pub fn local(n: usize) -> Vec<Local> {
-    let mut links: Vec<Local> = (0..n)
-        .map(|me| Local {
-            me,
-            n,
+    links(Arc::new(Single), n)
+}
+
+/// Links for the `k` devices of this rank (every rank has `k`), in device order.
+pub fn links(cluster: Arc<dyn Cluster>, k: usize) -> Vec<Local> {
+    let (rank, size) = (cluster.rank(), cluster.size());
+    let mut links: Vec<Local> = (0..k)
+        .map(|li| Local {
+            me: rank * k + li,
+            n: size * k,
+            li,
+            k,
             to: [None, None],
             from: [None, None],
-            coll_to: (0..n).map(|_| None).collect(),
-            coll_from: (0..n).map(|_| None).collect(),
+            remote: [(li == 0 && rank > 0).then(|| rank - 1), (li + 1 == k && rank + 1 < size).then(|| rank + 1)],
+            coll_to: (0..k).map(|_| None).collect(),
+            coll_from: (0..k).map(|_| None).collect(),
+            bcast_to: (0..k).map(|_| None).collect(),
+            bcast_from: None,
+            cluster: cluster.clone(),
         })
         .collect();
-    for d in 1..n {
+    for d in 1..k {
         // d - 1 -> d (d's left) and d -> d - 1 (d - 1's right).
         let (tx, rx) = channel();
         links[d - 1].to[Side::Right as usize] = Some(tx);
@@ -105,14 +130,19 @@ pub fn local(n: usize) -> Vec<Local> {
         links[d].to[Side::Left as usize] = Some(tx);
         links[d - 1].from[Side::Right as usize] = Some(rx);
     }
-    for a in 0..n {
-        for b in 0..n {
+    for a in 0..k {
+        for b in 0..k {
             if a != b {
                 let (tx, rx) = channel();
                 links[a].coll_to[b] = Some(tx);
                 links[b].coll_from[a] = Some(rx);
             }
         }
+    }
+    for d in 1..k {
+        let (tx, rx) = channel();
+        links[0].bcast_to[d] = Some(tx);
+        links[d].bcast_from = Some(rx);
     }
     links
 }
@@ -127,21 +157,49 @@ impl Local {
             Side::Right => self.me + 1,
         }
     }
-    /// Everyone's vector, in device order.
-    fn all(&mut self, v: Vec<f64>) -> Result<Vec<Vec<f64>>, String> {
-        for d in 0..self.n {
+    fn local_id(&self, li: usize) -> usize {
+        self.me - self.li + li
+    }
+    /// Every local device's vector, in device order.
+    fn all_local(&mut self, v: Vec<f64>) -> Result<Vec<Vec<f64>>, String> {
+        for d in 0..self.k {
             if let Some(tx) = &self.coll_to[d] {
-                tx.send(v.clone()).map_err(|_| self.gone(d))?;
+                tx.send(v.clone()).map_err(|_| self.gone(self.local_id(d)))?;
             }
         }
-        let mut out = Vec::with_capacity(self.n);
-        for d in 0..self.n {
+        let mut out = Vec::with_capacity(self.k);
+        for d in 0..self.k {
             match &self.coll_from[d] {
                 None => out.push(v.clone()),
-                Some(rx) => out.push(rx.recv().map_err(|_| self.gone(d))?),
+                Some(rx) => out.push(rx.recv().map_err(|_| self.gone(self.local_id(d)))?),
             }
         }
         Ok(out)
+    }
+    /// The rank's first device runs `f` on this rank's value (the MPI collective, once per
+    /// rank) and hands the result to the others.
+    fn across_ranks(&mut self, local: Vec<f64>, f: impl FnOnce(&dyn Cluster, Vec<f64>) -> Vec<f64>) -> Result<Vec<f64>, String> {
+        if self.cluster.size() == 1 {
+            return Ok(local);
+        }
+        if self.li == 0 {
+            let all = f(self.cluster.as_ref(), local);
+            for d in 1..self.k {
+                if let Some(tx) = &self.bcast_to[d] {
+                    tx.send(all.clone()).map_err(|_| self.gone(self.local_id(d)))?;
+                }
+            }
+            Ok(all)
+        } else {
+            let first = self.local_id(0);
+            self.bcast_from.as_ref().ok_or("no link to the rank's first device")?.recv().map_err(|_| self.gone(first))
+        }
+    }
+    fn tag_to(side: Side) -> i32 {
+        match side {
+            Side::Right => tag::RIGHTWARD,
+            Side::Left => tag::LEFTWARD,
+        }
     }
 }
 
@@ -153,6 +211,10 @@ impl Exchange for Local {
         self.n
     }
     fn send(&mut self, side: Side, p: Packet) -> Result<(), String> {
+        if let Some(rank) = self.remote[side as usize] {
+            self.cluster.send(rank, Self::tag_to(side), encode(&p));
+            return Ok(());
+        }
         let d = self.neighbour(side);
         match &self.to[side as usize] {
             Some(tx) => tx.send(p).map_err(|_| self.gone(d)),
@@ -160,6 +222,10 @@ impl Exchange for Local {
         }
     }
     fn recv(&mut self, side: Side) -> Result<Packet, String> {
+        if let Some(rank) = self.remote[side as usize] {
+            // What the neighbour sent towards this side travels the other way.
+            return decode(&self.cluster.recv(rank, Self::tag_to(side.opposite())));
+        }
         let d = self.neighbour(side);
         match &self.from[side as usize] {
             Some(rx) => rx.recv().map_err(|_| self.gone(d)),
@@ -167,14 +233,74 @@ impl Exchange for Local {
         }
     }
     fn max(&mut self, v: &mut [f64]) -> Result<(), String> {
-        let all = self.all(v.to_vec())?;
-        for (k, x) in v.iter_mut().enumerate() {
-            *x = all.iter().map(|w| w[k]).fold(f64::NEG_INFINITY, f64::max);
-        }
+        let all = self.all_local(v.to_vec())?;
+        let local: Vec<f64> =
+            (0..v.len()).map(|k| all.iter().map(|w| w[k]).fold(f64::NEG_INFINITY, f64::max)).collect();
+        let r = self.across_ranks(local, |c, mut x| {
+            c.max(&mut x);
+            x
+        })?;
+        v.copy_from_slice(&r);
         Ok(())
     }
     fn gather(&mut self, v: f64) -> Result<Vec<f64>, String> {
-        Ok(self.all(vec![v])?.into_iter().map(|w| w[0]).collect())
+        let local: Vec<f64> = self.all_local(vec![v])?.into_iter().map(|w| w[0]).collect();
+        self.across_ranks(local, |c, x| c.all_gather(&x))
+    }
+}
+
+/// A packet as bytes for MPI: a kind byte, then the force values or the particle buffers
+/// (postcard header: buffer set and count; then each held buffer's raw bytes).
+pub fn encode(p: &Packet) -> Vec<u8> {
+    match p {
+        Packet::Failed => vec![0],
+        Packet::Forces(v) => {
+            let mut out = vec![1];
+            out.extend_from_slice(bytemuck::cast_slice(v));
+            out
+        }
+        Packet::Particles(s) => {
+            let mut out = vec![2];
+            let head = postcard::to_stdvec(&(s.buffers().0, s.len() as u64)).expect("a header serialises");
+            out.extend_from_slice(&(head.len() as u32).to_le_bytes());
+            out.extend_from_slice(&head);
+            for b in s.buffers().iter() {
+                out.extend_from_slice(s.bytes(b));
+            }
+            out
+        }
+    }
+}
+
+/// The packet [`encode`] wrote.
+pub fn decode(bytes: &[u8]) -> Result<Packet, String> {
+    let bad = || "a malformed message from a neighbouring rank".to_string();
+    match bytes.first() {
+        Some(0) => Ok(Packet::Failed),
+        Some(1) => {
+            let body = &bytes[1..];
+            if body.len() % 16 != 0 {
+                return Err(bad());
+            }
+            Ok(Packet::Forces(body.chunks_exact(16).map(|c| bytemuck::pod_read_unaligned(c)).collect()))
+        }
+        Some(2) => {
+            let len = u32::from_le_bytes(bytes.get(1..5).ok_or_else(bad)?.try_into().map_err(|_| bad())?) as usize;
+            let (set, n): (u32, u64) = postcard::from_bytes(bytes.get(5..5 + len).ok_or_else(bad)?).map_err(|_| bad())?;
+            let mut s = ParticleState::zeroed(n as usize, BufferSet(set));
+            let mut at = 5 + len;
+            for b in s.buffers().iter() {
+                let dst = s.bytes_mut(b);
+                let src = bytes.get(at..at + dst.len()).ok_or_else(bad)?;
+                dst.copy_from_slice(src);
+                at += dst.len();
+            }
+            if at != bytes.len() {
+                return Err(bad());
+            }
+            Ok(Packet::Particles(s))
+        }
+        _ => Err(bad()),
     }
 }
 
@@ -214,6 +340,34 @@ mod tests {
             assert_eq!(*v, [2.0, 0.0]);
             assert_eq!(*g, vec![0.0, 10.0, 20.0]);
         }
+    }
+
+    #[test]
+    fn packets_survive_the_bytes_of_mpi() {
+        let mut a = surge_core::buffers::ParticleArrays::zeroed(3);
+        for i in 0..3 {
+            a.info[i] = [7 - i as u32, 1];
+            a.pos[i] = [i as f32, -0.5, f32::MIN_POSITIVE, 1e-3];
+        }
+        let mut s = ParticleState::default();
+        s.copy_from(&a, BufferSet::all());
+        match decode(&encode(&Packet::Particles(s.clone()))).unwrap() {
+            Packet::Particles(t) => {
+                assert_eq!(t.buffers(), s.buffers());
+                for b in s.buffers().iter() {
+                    assert_eq!(t.bytes(b), s.bytes(b));
+                }
+            }
+            p => panic!("{}", p.kind()),
+        }
+        let f = vec![[1.0f32, -2.0, 3.5, f32::NAN]; 5];
+        match decode(&encode(&Packet::Forces(f.clone()))).unwrap() {
+            Packet::Forces(g) => assert_eq!(bytemuck::cast_slice::<_, u32>(&g), bytemuck::cast_slice::<_, u32>(&f)),
+            p => panic!("{}", p.kind()),
+        }
+        assert!(matches!(decode(&encode(&Packet::Failed)).unwrap(), Packet::Failed));
+        assert!(decode(&[2, 9, 9]).is_err());
+        assert!(decode(&[]).is_err());
     }
 
     #[test]

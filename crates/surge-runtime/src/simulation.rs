@@ -1,7 +1,9 @@
 //! A case running on its devices: one driven on the calling thread, or several smart
 //! workers on threads of their own ([`crate::team`]), behind one interface.
 
+use crate::cluster::{Cluster, Single};
 use crate::exchange::Solo;
+use std::sync::Arc;
 use crate::team::{Loader, Team};
 use crate::worker::{DeviceError, DeviceReport, DeviceTimes, Worker};
 use std::fmt;
@@ -85,6 +87,8 @@ impl StageTimes {
 /// A case running on one device or several: the smart workers and the clock they share.
 pub struct Simulation {
     case: Case,
+    /// The ranks of the run (one without MPI).
+    cluster: Arc<dyn Cluster>,
     /// The clock (the same on every device).
     clock: StepState,
     devices: Devices,
@@ -102,16 +106,33 @@ impl Simulation {
     pub fn new(case: Case, backend: Box<dyn Backend>) -> Simulation {
         let map = SliceMap::single(backend.grid().layers(), backend.grid().reach);
         let worker = Worker::new(&case, backend, Box::new(Solo), map);
-        Simulation { clock: worker.clock, case, devices: Devices::Solo(Box::new(worker)) }
+        Simulation { clock: worker.clock, case, cluster: Arc::new(Single), devices: Devices::Solo(Box::new(worker)) }
+    }
+
+    /// The ranks of the run.
+    pub fn cluster(&self) -> &Arc<dyn Cluster> {
+        &self.cluster
     }
 
     /// Start at t = 0 on several devices, each worker thread loading its particles with its
     /// entry of `loaders` (device d owns the slice `map.owned(d)`), then the first rebuild
     /// brings the copies. Fails with the first device (in device order) that could not load.
     pub fn team(case: Case, map: SliceMap, grid: Grid, loaders: Vec<Loader>) -> Result<Simulation, String> {
-        let team = Team::start(&case, map, grid, loaders)?;
+        Simulation::ranks(case, map, grid, loaders, Arc::new(Single))
+    }
+
+    /// As [`Simulation::team`] for this rank's devices of an MPI run: `map` covers every
+    /// rank's devices (rank-major), `loaders` load this rank's.
+    pub fn ranks(
+        case: Case,
+        map: SliceMap,
+        grid: Grid,
+        loaders: Vec<Loader>,
+        cluster: Arc<dyn Cluster>,
+    ) -> Result<Simulation, String> {
+        let team = Team::start(&case, map, grid, loaders, cluster.clone())?;
         let clock = StepState::default();
-        Ok(Simulation { case, clock, devices: Devices::Team(team) })
+        Ok(Simulation { case, clock, cluster, devices: Devices::Team(team) })
     }
 
     /// Time spent in each stage so far (each stage's largest over the devices).

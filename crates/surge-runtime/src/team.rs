@@ -2,7 +2,9 @@
 //! thread that owns the [`crate::Simulation`]. The workers step on their own between
 //! commands and meet each other only through their [`crate::exchange::Local`] links.
 
+use crate::cluster::Cluster;
 use crate::exchange::{self, Exchange};
+use std::sync::Arc;
 use crate::simulation::StepState;
 use crate::worker::{DeviceError, DeviceReport, Worker};
 use std::sync::mpsc::{channel, Receiver, Sender};
@@ -53,6 +55,9 @@ pub(crate) struct Team {
     /// The slice map as of the last report (gauge points go to their owner).
     map: SliceMap,
     pub bytes_per_particle: usize,
+    /// The ranks; this rank's devices are `first..first + handles.len()`.
+    cluster: Arc<dyn Cluster>,
+    first: usize,
 }
 
 fn serve(mut w: Worker, rx: Receiver<Cmd>, tx: Sender<Reply>) {
@@ -89,10 +94,18 @@ fn serve(mut w: Worker, rx: Receiver<Cmd>, tx: Sender<Reply>) {
 impl Team {
     /// Start a worker per loader; each loads its device, then all take part in the first
     /// rebuild (which brings the copies).
-    pub fn start(case: &Case, map: SliceMap, grid: Grid, loaders: Vec<Loader>) -> Result<Team, String> {
-        let links = exchange::local(loaders.len());
+    pub fn start(
+        case: &Case,
+        map: SliceMap,
+        grid: Grid,
+        loaders: Vec<Loader>,
+        cluster: Arc<dyn Cluster>,
+    ) -> Result<Team, String> {
+        let first = cluster.rank() * loaders.len();
+        let links = exchange::links(cluster.clone(), loaders.len());
         let mut handles = Vec::new();
-        for ((d, loader), link) in loaders.into_iter().enumerate().zip(links) {
+        for ((i, loader), link) in loaders.into_iter().enumerate().zip(links) {
+            let d = first + i;
             let (ctx, crx) = channel::<Cmd>();
             let (rtx, rrx) = channel::<Reply>();
             let (case, map) = (case.clone(), map.clone());
@@ -120,11 +133,12 @@ impl Team {
                 .map_err(|e| format!("cannot start the worker thread of device {d}: {e}"))?;
             handles.push(Handle { tx: ctx, rx: rrx, thread: Some(thread) });
         }
-        let mut team = Team { handles, grid, map, bytes_per_particle: 0 };
+        let mut team = Team { handles, grid, map, bytes_per_particle: 0, cluster, first };
         // A device that failed to load makes the others fail too: report the first that did
         // not merely notice another's failure.
         let mut errors = Vec::new();
-        for (d, h) in team.handles.iter().enumerate() {
+        for (i, h) in team.handles.iter().enumerate() {
+            let d = first + i;
             match h.rx.recv() {
                 Ok(Reply::Ready(Ok((bpp, _)))) => team.bytes_per_particle = team.bytes_per_particle.max(bpp),
                 Ok(Reply::Ready(Err(e))) => errors.push((e.starts_with("another device"), format!("device {d}: {e}"))),
@@ -135,7 +149,7 @@ impl Team {
             return Err(e.clone());
         }
         for r in team.reports() {
-            tracing::info!(
+            tracing::debug!(
                 "device {}: {}, cell layers {}..{} of {} along {}, {} particles",
                 r.device,
                 r.name,
@@ -190,10 +204,13 @@ impl Team {
         }
     }
 
+    /// The slice map as the devices have it now (every rank's devices; a collective).
     fn refresh_map(&mut self) {
         let reports = self.reports();
-        if reports.len() == self.handles.len() {
-            let mut bounds: Vec<i32> = reports.iter().map(|r| r.slice.0).collect();
+        let lo: Vec<f64> = reports.iter().map(|r| r.slice.0 as f64).collect();
+        let all = self.cluster.all_gather(&lo);
+        if all.len() + 1 == self.map.bounds.len() {
+            let mut bounds: Vec<i32> = all.iter().map(|&l| l as i32).collect();
             bounds.push(self.map.layers());
             self.map.bounds = bounds;
         }
@@ -245,16 +262,28 @@ impl Team {
         for c in &particles.arrays().cell {
             weights[c[axis] as usize] += 1;
         }
-        let map = SliceMap::balanced(&weights, self.handles.len(), self.grid.reach)?;
+        let (k, first) = (self.handles.len(), self.first);
+        let map = SliceMap::balanced(&weights, k * self.cluster.size(), self.grid.reach)?;
         let cells = &particles.arrays().cell;
-        let mut parts = particles.split(self.handles.len(), |i| map.owner(cells[i][axis])).into_iter();
-        let parts: Vec<ParticleState> = (0..self.handles.len()).map(|_| parts.next().unwrap_or_default()).collect();
+        // This rank's devices take theirs; the others' particles go to a part left unused.
+        let mut parts = particles
+            .split(k + 1, |i| {
+                let d = map.owner(cells[i][axis]);
+                if d >= first && d < first + k {
+                    d - first
+                } else {
+                    k
+                }
+            })
+            .into_iter();
+        let parts: Vec<ParticleState> = (0..k).map(|_| parts.next().unwrap_or_default()).collect();
         let parts = std::sync::Mutex::new(parts.into_iter().map(Some).collect::<Vec<_>>());
         let replies = self.all(|d| {
             let p = parts.lock().expect("parts")[d].take().unwrap_or_default();
             Cmd::Import(clock, p, map.clone())
         });
         for (d, r) in replies.into_iter().enumerate() {
+            let d = first + d;
             match r {
                 Some(Reply::Import(Ok(()))) => {}
                 Some(Reply::Import(Err(e))) => return Err(format!("device {d}: {e}")),
@@ -279,7 +308,9 @@ impl Interpolate for Team {
         // The load balancer may have moved boundaries since the last look.
         self.refresh_map();
         let owner: Vec<usize> = xs.iter().map(|&x| self.owner_of(x)).collect();
-        let replies = self.all(|d| Cmd::Sums(xs.iter().zip(&owner).filter(|(_, &o)| o == d).map(|(x, _)| *x).collect()));
+        let first = self.first;
+        let replies =
+            self.all(|i| Cmd::Sums(xs.iter().zip(&owner).filter(|(_, &o)| o == first + i).map(|(x, _)| *x).collect()));
         let mut per: Vec<std::vec::IntoIter<(f64, f64)>> = Vec::new();
         for r in replies {
             match r {
@@ -288,10 +319,18 @@ impl Interpolate for Team {
                 _ => return Err("a device's worker stopped".into()),
             }
         }
-        out.clear();
+        // Points of other ranks' devices count 0 here; the sum over ranks adds exact zeros.
+        let mut flat = Vec::with_capacity(2 * xs.len());
         for o in owner {
-            out.push(per[o].next().ok_or("a device returned too few gauge sums")?);
+            let (w, pw) = match o.checked_sub(first).filter(|&i| i < per.len()) {
+                Some(i) => per[i].next().ok_or("a device returned too few gauge sums")?,
+                None => (0.0, 0.0),
+            };
+            flat.extend([w, pw]);
         }
+        self.cluster.sum(&mut flat);
+        out.clear();
+        out.extend(flat.chunks_exact(2).map(|c| (c[0], c[1])));
         Ok(())
     }
 
@@ -307,7 +346,9 @@ impl Interpolate for Team {
                 _ => return Err("a device's worker stopped".into()),
             }
         }
-        Ok(best)
+        let mut v = [best.unwrap_or(f64::NEG_INFINITY)];
+        self.cluster.max(&mut v);
+        Ok((v[0] > f64::NEG_INFINITY).then_some(v[0]))
     }
 }
 
