@@ -154,7 +154,8 @@ impl Common {
                     })
                     .collect::<Result<_, _>>()?,
             ),
-            (None, g) => Gpus::List(vec![g.unwrap_or(0)]),
+            (None, Some(g)) => Gpus::List(vec![g]),
+            (None, None) => Gpus::Auto,
         };
         if self.workers > 1 && backend != BackendChoice::Cpu {
             return Err(Failure(
@@ -196,7 +197,21 @@ fn main() -> ExitCode {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
     let cli = Cli::parse();
-    let quiet = matches!(cli.command, Command::Run { quiet: true, .. });
+    // Under mpirun/srun (with the `mpi` feature) this process is one rank of many: rank 0
+    // logs, the others only warn; a panic anywhere stops the whole job (MPI_Abort).
+    let cluster = surge_runtime::cluster::init();
+    let rank = cluster.rank();
+    if cluster.size() > 1 {
+        let c = cluster.clone();
+        let default_hook = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            eprintln!("rank {rank}: internal error, stopping every rank");
+            default_hook(info);
+            c.abort(101);
+        }));
+    }
+    let _ = CLUSTER.set(cluster.clone());
+    let quiet = matches!(cli.command, Command::Run { quiet: true, .. }) || rank > 0;
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("SURGE_LOG")
@@ -216,18 +231,41 @@ fn main() -> ExitCode {
         Command::Info => cmd_info(),
         Command::Bench { cases, steps, common } => cmd_bench(cases, steps, &common),
     };
+    let ranks = cluster.size();
+    let who = if ranks > 1 { format!(" (rank {rank} of {ranks})") } else { String::new() };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
-        // Not an error: the run stopped as asked and can go on.
+        Ok(()) => {
+            cluster.finish();
+            ExitCode::SUCCESS
+        }
+        // Not an error: the run stopped as asked (every rank agreed) and can go on.
         Err(Failure(EXIT_INTERRUPTED, msg)) => {
-            eprintln!("interrupted: {msg}");
+            if rank == 0 {
+                eprintln!("interrupted: {msg}");
+            }
+            cluster.finish();
             ExitCode::from(EXIT_INTERRUPTED)
         }
         Err(Failure(code, msg)) => {
-            eprintln!("error: {msg}");
+            eprintln!("error{who}: {msg}");
+            if ranks > 1 {
+                // The other ranks may be waiting on this one: stop them all. Rank 0 has
+                // written the summary already; the others leave it a moment to.
+                if rank > 0 {
+                    std::thread::sleep(std::time::Duration::from_secs(2));
+                }
+                cluster.abort(code as i32);
+            }
             ExitCode::from(code)
         }
     }
+}
+
+/// The ranks of this process, for the commands that run devices.
+static CLUSTER: std::sync::OnceLock<std::sync::Arc<dyn surge_runtime::cluster::Cluster>> = std::sync::OnceLock::new();
+
+fn cluster() -> std::sync::Arc<dyn surge_runtime::cluster::Cluster> {
+    CLUSTER.get().cloned().unwrap_or_else(|| std::sync::Arc::new(surge_runtime::cluster::Single))
 }
 
 fn load(path: &Path, common: &Common) -> Result<Case, Failure> {
@@ -288,7 +326,9 @@ fn cmd_check(path: &Path, common: &Common) -> Result<(), Failure> {
         match surge_cuda::nvrtc_version() {
             Ok(_) => {
                 let arch = match surge_cuda::gpus() {
-                    Ok(g) if common.first_gpu() < g.len() => surge_cuda::compile::arch_for(g[common.first_gpu()].compute_capability),
+                    Ok(g) if common.first_gpu() < g.len() => {
+                        surge_cuda::compile::arch_for(g[common.first_gpu()].compute_capability)
+                    }
                     _ => "compute_80",
                 };
                 let t0 = std::time::Instant::now();
@@ -328,7 +368,7 @@ fn cmd_run(
     let stop = stop_on_signals()?;
     let case = load(path, common)?;
     let out_dir = out.unwrap_or_else(|| surge_runtime::default_out_dir(&case));
-    let loaded = surge_runtime::simulation(&case, &common.request()?)
+    let loaded = surge_runtime::simulation_on(&case, &common.request()?, cluster())
         .map_err(|e| Failure(EXIT_BAD_INPUT, format!("{}: {e}", path.display())))?;
     let threads = loaded.threads as u32;
     tracing::info!(
@@ -465,13 +505,16 @@ fn cmd_bench(cases: BenchCases, steps: u64, common: &Common) -> Result<(), Failu
             name,
         )
         .map_err(|e| Failure(EXIT_BAD_INPUT, e.to_string()))?;
-        let loaded = surge_runtime::simulation(&case, &common.request()?).map_err(|e| Failure(EXIT_BAD_INPUT, e))?;
+        let loaded = surge_runtime::simulation_on(&case, &common.request()?, cluster())
+            .map_err(|e| Failure(EXIT_BAD_INPUT, e))?;
         tracing::info!("{}", loaded.note);
         rows.push(surge_runtime::bench(loaded.sim, steps).map_err(|e| Failure(EXIT_RUN_FAILED, e.to_string()))?);
     }
-    println!("{}", surge_runtime::BenchResult::HEADER);
-    for r in rows {
-        println!("{}", r.row());
+    if cluster().rank() == 0 {
+        println!("{}", surge_runtime::BenchResult::HEADER);
+        for r in rows {
+            println!("{}", r.row());
+        }
     }
     Ok(())
 }
@@ -499,6 +542,10 @@ fn cmd_info() -> Result<(), Failure> {
         Ok((major, minor)) => println!("nvrtc       {major}.{minor}"),
         Err(e) => println!("nvrtc       not usable: {e}"),
     }
-    println!("mpi         not in this build (MPI support is planned as the `mpi` cargo feature)");
+    if surge_runtime::cluster::MPI_BUILT {
+        println!("mpi         built in (`mpirun -n N surge run CASE`; MPI_THREAD_MULTIPLE asked for)");
+    } else {
+        println!("mpi         not in this build (build with `cargo build --release --features mpi`)");
+    }
     Ok(())
 }

@@ -34,7 +34,11 @@ fn compare(case: &Case, counts: &[usize], n: u64) -> Simulation {
         assert_eq!(many.time().to_bits(), one.time().to_bits(), "{k} devices: time");
         assert_same_particles(&s1, &many.snapshot().unwrap(), &format!("{} on {k} devices", case.name));
         let g = many.gauges().unwrap();
-        assert_eq!(g.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), g1.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), "{k} devices: gauges");
+        assert_eq!(
+            g.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+            g1.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+            "{k} devices: gauges"
+        );
         last = Some(many);
     }
     last.expect("at least one device count")
@@ -116,7 +120,8 @@ fn a_slice_without_fluid_runs_and_matches() {
             let part = filled.subset(|i| map.owner(layer[i]) == d);
             let case = case.clone();
             Box::new(move || {
-                surge_cpu::CpuBackend::new(&case, &part, 1).map(|b| Box::new(b) as Box<dyn surge_core::backend::Backend>)
+                surge_cpu::CpuBackend::new(&case, &part, 1)
+                    .map(|b| Box::new(b) as Box<dyn surge_core::backend::Backend>)
             }) as surge_runtime::team::Loader
         })
         .collect();
@@ -152,6 +157,7 @@ fn too_many_devices_for_the_layers_is_a_clear_error() {
     let e = surge_runtime::simulation(&case, &req).err().expect("refused");
     assert!(e.contains("8 devices need at least 24 cell layers"), "{e}");
     let periodic = common::case("taylor_green_2d.toml", &[]);
-    let e = surge_runtime::simulation(&periodic, &surge_runtime::DeviceRequest::cpu_workers(2, 2)).err().expect("refused");
+    let e =
+        surge_runtime::simulation(&periodic, &surge_runtime::DeviceRequest::cpu_workers(2, 2)).err().expect("refused");
     assert!(e.contains("periodic along every axis"), "{e}");
 }

@@ -150,8 +150,7 @@ fn library_run(out: &Path, extra: &[&str], threads: usize, restart: Option<Resta
     let backend = surge_cpu::CpuBackend::new(&case, &fill(&case), threads).unwrap();
     let opts = RunOptions { restart, ..RunOptions::new(out.to_owned()) };
     let sim = surge_runtime::Simulation::new(case.clone(), Box::new(backend));
-    surge_runtime::run(&case, sim, threads as u32, &opts, &mut Quiet)
-        .unwrap_or_else(|(e, _)| panic!("{e}"))
+    surge_runtime::run(&case, sim, threads as u32, &opts, &mut Quiet).unwrap_or_else(|(e, _)| panic!("{e}"))
 }
 
 fn dam(extra: &[&str]) -> Case {

@@ -54,7 +54,9 @@ pub fn sim_devices(case: &Case, n: usize) -> Simulation {
             backend: BackendChoice::Cuda,
             threads: 0,
             workers: 1,
-            gpus: surge_runtime::Gpus::List((0..n).map(|k| k % surge_cuda::gpus().map_or(1, |g| g.len().max(1))).collect()),
+            gpus: surge_runtime::Gpus::List(
+                (0..n).map(|k| k % surge_cuda::gpus().map_or(1, |g| g.len().max(1))).collect(),
+            ),
         },
         _ => DeviceRequest::cpu_workers(n, n),
     };

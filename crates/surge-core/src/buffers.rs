@@ -251,7 +251,11 @@ impl ParticleState {
     }
     /// No particle, with the conserved buffers of `set`, on `grid`.
     pub fn empty(set: BufferSet, grid: &Grid) -> Self {
-        ParticleState { buffers: set.and(BufferSet::conserved()), arrays: ParticleArrays::default(), grid: Some(grid.clone()) }
+        ParticleState {
+            buffers: set.and(BufferSet::conserved()),
+            arrays: ParticleArrays::default(),
+            grid: Some(grid.clone()),
+        }
     }
     /// Split into parts by `part(index) -> part number` (< parts), keeping the order.
     pub fn split(&self, parts: usize, part: impl Fn(usize) -> usize) -> Vec<ParticleState> {
@@ -260,7 +264,11 @@ impl ParticleState {
             idx[part(i)].push(i as u32);
         }
         idx.iter()
-            .map(|ix| ParticleState { buffers: self.buffers, arrays: self.arrays.gather(ix, self.buffers), grid: self.grid.clone() })
+            .map(|ix| ParticleState {
+                buffers: self.buffers,
+                arrays: self.arrays.gather(ix, self.buffers),
+                grid: self.grid.clone(),
+            })
             .collect()
     }
     /// Say which grid the cells refer to: every exporter must (see [`Self::grid`]).
@@ -451,8 +459,13 @@ mod tests {
 
         // Another grid: cells of half the size, shifted origin, periodic along y.
         s.set_grid(&grid);
-        let fine =
-            crate::grid::Grid { origin: [-0.25, 0.0, 0.0], cell: [0.5, 0.25, 1.0], n: [5, 8, 1], window: (0, 5), ..grid.clone() };
+        let fine = crate::grid::Grid {
+            origin: [-0.25, 0.0, 0.0],
+            cell: [0.5, 0.25, 1.0],
+            n: [5, 8, 1],
+            window: (0, 5),
+            ..grid.clone()
+        };
         let mut moved = s.clone();
         moved.arrays_mut().pos[2] = [0.3, -0.2, 0.0, 1.0];
         let mut back = moved.clone();

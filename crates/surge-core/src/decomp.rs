@@ -182,7 +182,10 @@ mod tests {
         assert_eq!(m.window(1), (3, 12));
         assert_eq!(m.window(0), (0, 7));
         assert_eq!((m.owner(0), m.owner(4), m.owner(5), m.owner(19), m.owner(99)), (0, 0, 1, 2, 2));
-        assert_eq!((m.neighbour(0, Side::Left), m.neighbour(0, Side::Right), m.neighbour(2, Side::Right)), (None, Some(1), None));
+        assert_eq!(
+            (m.neighbour(0, Side::Left), m.neighbour(0, Side::Right), m.neighbour(2, Side::Right)),
+            (None, Some(1), None)
+        );
         let e = SliceMap::balanced(&[1; 11], 4, 1).unwrap_err();
         assert!(e.contains("at least 12 cell layers") && e.contains("at most 3 devices"), "{e}");
         // Heavier right half: more, thinner slices there.

@@ -100,7 +100,13 @@ impl FrameWriter {
         self.write_csv(&stem, snap, &order, written)
     }
 
-    fn write_csv(&self, stem: &str, snap: &Snapshot, order: &[usize], mut written: Vec<PathBuf>) -> io::Result<Vec<PathBuf>> {
+    fn write_csv(
+        &self,
+        stem: &str,
+        snap: &Snapshot,
+        order: &[usize],
+        mut written: Vec<PathBuf>,
+    ) -> io::Result<Vec<PathBuf>> {
         if self.csv {
             let path = self.out_dir.join("frames").join(format!("{stem}.csv"));
             write_atomic_with(&path, |w| crate::csv::write_csv(w, snap, order, self.dim))?;

@@ -82,8 +82,11 @@ pub struct Summary {
     pub bytes_per_particle: u64,
     /// Backend name, e.g. `cpu`.
     pub backend: String,
-    /// Number of workers (devices).
+    /// Number of devices (GPUs or CPU workers) over every rank.
     pub workers: u32,
+    /// MPI ranks (1 without MPI).
+    #[serde(default)]
+    pub ranks: u32,
     /// Threads per worker.
     pub threads: u32,
     /// [`Summary::COMPLETED`], [`Summary::DIVERGED`], [`Summary::INTERRUPTED`] or

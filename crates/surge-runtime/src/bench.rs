@@ -84,13 +84,15 @@ pub fn bench(mut sim: Simulation, steps: u64) -> Result<BenchResult, crate::Step
         update: t.update - times0.update,
     };
     let reports = sim.reports();
+    let mut particles = [sim.particles() as f64];
+    sim.cluster().sum(&mut particles);
     let delta = |f: fn(&crate::DeviceTimes) -> f64| {
         reports.iter().zip(&reports0).map(|(r, r0)| f(&r.times) - f(&r0.times)).fold(0.0, f64::max)
     };
     Ok(BenchResult {
         case: sim.case().name.clone(),
         backend: sim.backend_name(),
-        particles: sim.particles() as usize,
+        particles: particles[0] as usize,
         steps,
         seconds,
         bytes_per_particle: sim.bytes_per_particle(),

@@ -103,12 +103,16 @@ pub fn find_restart(out_dir: &Path, from: &RestartFrom, case: &Case) -> Result<R
 
 /// The header of rank 0's file of a checkpoint of a one-device run. Fails when the backend
 /// did not say which grid the cells of its particles refer to.
+/// The header of this rank's file: `slices` are this rank's devices' (global number,
+/// layers `lo..hi`, particles), `(rank, ranks)` its place among the ranks.
 pub(crate) fn header(
     case: &Case,
     state: StepState,
     next_frame: u32,
     wall_seconds: f64,
     particles: &ParticleState,
+    (rank, ranks): (usize, usize),
+    slices: &[(usize, (i32, i32), u64)],
 ) -> io::Result<Header> {
     let StepState { step, time, dt, drift, last_disp, rebuilds } = state;
     let grid = particles.grid().ok_or_else(|| {
@@ -118,8 +122,8 @@ pub(crate) fn header(
         written_by: format!("surge {}", env!("CARGO_PKG_VERSION")),
         case_name: case.name.clone(),
         case_hash: case.physics_hash(),
-        rank: 0,
-        ranks: 1,
+        rank: rank as u32,
+        ranks: ranks as u32,
         step,
         time,
         dt,
@@ -130,12 +134,15 @@ pub(crate) fn header(
         wall_seconds,
         grid: GridInfo::from(grid),
         eos: EosInfo::of(case),
-        slices: vec![Slice {
-            device: 0,
-            first_layer: 0,
-            layers: grid.n[grid.order[0]],
-            particles: particles.len() as u64,
-        }],
+        slices: slices
+            .iter()
+            .map(|&(device, (lo, hi), particles)| Slice {
+                device: device as u32,
+                first_layer: lo,
+                layers: hi - lo,
+                particles,
+            })
+            .collect(),
     })
 }
 
@@ -147,8 +154,12 @@ pub(crate) fn write(dir: &Path, header: &Header, particles: &ParticleState, keep
     checkpoint::write(&path, header, particles)?;
     let sets = checkpoint::list(dir)?;
     let old = sets.len().saturating_sub(keep as usize);
+    // Each rank removes its own files of the old checkpoints (the others do theirs).
     for set in &sets[..old] {
-        remove(set)?;
+        for (r, p) in set.files.iter().filter(|(r, _)| *r == header.rank) {
+            fs::remove_file(p)
+                .map_err(|e| io::Error::new(e.kind(), format!("cannot remove rank {r}'s {}: {e}", p.display())))?;
+        }
     }
     Ok(path)
 }

@@ -2,8 +2,8 @@
 
 use crate::cluster::{Cluster, Single};
 use crate::simulation::Simulation;
-use std::sync::Arc;
 use crate::team::Loader;
+use std::sync::Arc;
 use surge_core::backend::Backend;
 use surge_core::decomp::SliceMap;
 use surge_core::geometry::{fill, Filled};
@@ -208,7 +208,13 @@ pub fn simulation_on(case: &Case, req: &DeviceRequest, cluster: Arc<dyn Cluster>
             Resolved::Cpu => format!("{k} cpu worker(s)"),
             Resolved::Cuda(o) => format!("GPU(s) {o:?}"),
         };
-        let line = format!("rank {} on {}: {what}, devices {}..{}", cluster.rank(), cluster.host(), cluster.rank() * k, (cluster.rank() + 1) * k);
+        let line = format!(
+            "rank {} on {}: {what}, devices {}..{}",
+            cluster.rank(),
+            cluster.host(),
+            cluster.rank() * k,
+            (cluster.rank() + 1) * k
+        );
         if let Some(all) = cluster.gather_bytes(line.into_bytes()) {
             tracing::info!("{} MPI ranks ({})", ranks, cluster.threading());
             for l in all {
@@ -252,9 +258,10 @@ pub fn simulation_on(case: &Case, req: &DeviceRequest, cluster: Arc<dyn Cluster>
             let part = filled.subset(|i| map.owner(layer[i]) == d);
             let case = case.clone();
             match &resolved {
-                Resolved::Cpu => Box::new(move || {
-                    CpuBackend::new(&case, &part, threads).map(|b| Box::new(b) as Box<dyn Backend>)
-                }) as Loader,
+                Resolved::Cpu => {
+                    Box::new(move || CpuBackend::new(&case, &part, threads).map(|b| Box::new(b) as Box<dyn Backend>))
+                        as Loader
+                }
                 Resolved::Cuda(o) => {
                     let ord = o[d - first];
                     Box::new(move || CudaBackend::new(&case, &part, ord).map(|b| Box::new(b) as Box<dyn Backend>))
@@ -269,7 +276,9 @@ pub fn simulation_on(case: &Case, req: &DeviceRequest, cluster: Arc<dyn Cluster>
     let names = sim.backend_names();
     let what = match &resolved {
         Resolved::Cpu => format!("{n} cpu workers ({threads} threads each)"),
-        Resolved::Cuda(_) => format!("{n} GPUs{}", if ranks == 1 { format!(": {}", names.join(", ")) } else { String::new() }),
+        Resolved::Cuda(_) => {
+            format!("{n} GPUs{}", if ranks == 1 { format!(": {}", names.join(", ")) } else { String::new() })
+        }
     };
     let ranks_note = if ranks > 1 { format!(" over {ranks} MPI ranks") } else { String::new() };
     if cluster.rank() == 0 {

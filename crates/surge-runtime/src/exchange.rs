@@ -178,7 +178,11 @@ impl Local {
     }
     /// The rank's first device runs `f` on this rank's value (the MPI collective, once per
     /// rank) and hands the result to the others.
-    fn across_ranks(&mut self, local: Vec<f64>, f: impl FnOnce(&dyn Cluster, Vec<f64>) -> Vec<f64>) -> Result<Vec<f64>, String> {
+    fn across_ranks(
+        &mut self,
+        local: Vec<f64>,
+        f: impl FnOnce(&dyn Cluster, Vec<f64>) -> Vec<f64>,
+    ) -> Result<Vec<f64>, String> {
         if self.cluster.size() == 1 {
             return Ok(local);
         }
@@ -286,7 +290,8 @@ pub fn decode(bytes: &[u8]) -> Result<Packet, String> {
         }
         Some(2) => {
             let len = u32::from_le_bytes(bytes.get(1..5).ok_or_else(bad)?.try_into().map_err(|_| bad())?) as usize;
-            let (set, n): (u32, u64) = postcard::from_bytes(bytes.get(5..5 + len).ok_or_else(bad)?).map_err(|_| bad())?;
+            let (set, n): (u32, u64) =
+                postcard::from_bytes(bytes.get(5..5 + len).ok_or_else(bad)?).map_err(|_| bad())?;
             let mut s = ParticleState::zeroed(n as usize, BufferSet(set));
             let mut at = 5 + len;
             for b in s.buffers().iter() {

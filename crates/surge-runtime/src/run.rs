@@ -119,6 +119,8 @@ enum Msg {
         index: u32,
         time: f64,
         snap: Snapshot,
+        /// Fluid particles over every rank (frame 0 only).
+        fluid: Option<u64>,
     },
     Gauges {
         time: f64,
@@ -131,6 +133,8 @@ enum Msg {
         next_frame: u32,
         wall: f64,
         particles: Box<ParticleState>,
+        /// This rank's devices: (device, layers, particles).
+        slices: Vec<(usize, (i32, i32), u64)>,
     },
     /// A step failed; the state at failure when the device could still give it.
     Failed {
@@ -178,16 +182,22 @@ pub fn run(
     obs: &mut dyn Observer,
 ) -> Result<Summary, (RunError, Option<Summary>)> {
     let not_started = |m: String| (RunError::Restart(m), None);
+    let cluster = sim.cluster().clone();
+    let (rank, ranks) = (cluster.rank(), cluster.size());
+    let root = rank == 0;
+    let mut total = [sim.particles() as f64];
+    cluster.sum(&mut total);
     let restart = match &opts.restart {
         Some(from) => Some(checkpoints::find_restart(&opts.out_dir, from, case).map_err(not_started)?),
         None => None,
     };
     let mut summary = Summary {
         case: case.name.clone(),
-        particles: sim.particles(),
+        particles: total[0] as u64,
         bytes_per_particle: sim.bytes_per_particle() as u64,
         backend: sim.backend_name(),
-        workers: sim.device_count() as u32,
+        workers: (sim.device_count() * ranks) as u32,
+        ranks: ranks as u32,
         threads,
         end_time: case.end_time,
         ..Summary::default()
@@ -214,11 +224,13 @@ pub fn run(
     }
 
     // Only now is the output directory touched.
-    let mut frames =
-        FrameWriter::create(&opts.out_dir, &case.name, case.dim, &case.formats).map_err(|e| (e.into(), None))?;
+    let mut frames = FrameWriter::create(&opts.out_dir, &case.name, case.dim, &case.formats)
+        .map_err(|e| (e.into(), None))?
+        .with_piece(rank, ranks);
     let names: Vec<String> = case.gauges.iter().map(|g| g.name().to_string()).collect();
     let gauge_path = opts.out_dir.join("gauges.csv");
-    let mut gauges = match (names.is_empty(), start.restarted && gauge_path.exists()) {
+    // Every rank evaluates the gauges (a collective); rank 0 writes them.
+    let mut gauges = match (names.is_empty() || !root, start.restarted && gauge_path.exists()) {
         (true, _) => None,
         (false, true) => Some(GaugeWriter::resume(&gauge_path, &names, sim.time()).map_err(|e| {
             if e.kind() == std::io::ErrorKind::InvalidData {
@@ -233,8 +245,11 @@ pub fn run(
         frames.resume(sim.time()).map_err(|e| (e.into(), None))?;
     }
     let ckpt_dir = checkpoints::checkpoint_dir(&opts.out_dir);
-    let dropped =
-        checkpoints::remove_after(&ckpt_dir, start.restarted.then_some(start.step)).map_err(|e| (e.into(), None))?;
+    let dropped = if root {
+        checkpoints::remove_after(&ckpt_dir, start.restarted.then_some(start.step)).map_err(|e| (e.into(), None))?
+    } else {
+        0
+    };
     if dropped > 0 {
         // Visible even with --quiet: a run from t = 0 into a folder of an earlier chain ends it.
         tracing::warn!(
@@ -268,9 +283,9 @@ pub fn run(
     for msg in rx {
         let r: Result<(), RunError> = (|| {
             match msg {
-                Msg::Frame { index, time, snap } => {
-                    if index == 0 {
-                        summary.fluid_particles = snap.kind.iter().filter(|&&k| k == Kind::Fluid as u8).count() as u64;
+                Msg::Frame { index, time, snap, fluid } => {
+                    if let Some(f) = fluid {
+                        summary.fluid_particles = f;
                         summary.boundary_particles = summary.particles - summary.fluid_particles;
                     }
                     let files = frames.write_frame(index, time, &snap)?;
@@ -283,8 +298,9 @@ pub fn run(
                     }
                 }
                 Msg::Progress(p) => obs.progress(&p),
-                Msg::Checkpoint { state, next_frame, wall, particles } => {
-                    let header = checkpoints::header(case, state, next_frame, wall, &particles)?;
+                Msg::Checkpoint { state, next_frame, wall, particles, slices } => {
+                    let header =
+                        checkpoints::header(case, state, next_frame, wall, &particles, (rank, ranks), &slices)?;
                     let path = checkpoints::write(&ckpt_dir, &header, &particles, case.checkpoint_keep)?;
                     tracing::debug!("checkpoint at t = {} s: {}", state.time, path.display());
                     summary.checkpoint = Some(path.display().to_string());
@@ -335,10 +351,19 @@ pub fn run(
         drop(worker);
     } else {
         match worker.join() {
-            Ok(reports) => summary.devices = reports.iter().map(device_summary).collect(),
+            Ok(reports) => {
+                // Every rank's devices, gathered to rank 0.
+                let mine: Vec<DeviceSummary> = reports.iter().map(device_summary).collect();
+                let bytes = serde_json::to_vec(&mine).unwrap_or_default();
+                if let Some(all) = cluster.gather_bytes(bytes) {
+                    summary.devices = all
+                        .iter()
+                        .flat_map(|b| serde_json::from_slice::<Vec<DeviceSummary>>(b).unwrap_or_default())
+                        .collect();
+                }
+            }
             Err(p) => {
-                let m =
-                    p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()));
+                let m = p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()));
                 failure = Some(RunError::Worker(m.unwrap_or_else(|| "panic".into())));
             }
         }
@@ -347,7 +372,7 @@ pub fn run(
         summary.status = Summary::FAILED.into();
         summary.message = failure.as_ref().map(|e| e.to_string());
     }
-    let written = write_summary(&opts.out_dir.join("summary.json"), &summary);
+    let written = if root { write_summary(&opts.out_dir.join("summary.json"), &summary) } else { Ok(()) };
     match (failure, written) {
         (Some(e), _) => Err((e, Some(summary))),
         (None, Err(e)) => Err((e.into(), Some(summary))),
@@ -444,14 +469,24 @@ fn worker_loop(sim: &mut Simulation, opts: &RunOptions, start: Start, tx: &mpsc:
                 Ok(s) => s,
                 Err(e) => return failed(sim, e),
             };
-            if !send(Msg::Frame { index: frame_index, time: t, snap }) {
+            let fluid = (frame_index == start.next_frame).then(|| {
+                let mut f = [snap.kind.iter().filter(|&&k| k == Kind::Fluid as u8).count() as f64];
+                sim.cluster().sum(&mut f);
+                f[0] as u64
+            });
+            if !send(Msg::Frame { index: frame_index, time: t, snap, fluid }) {
                 return;
             }
             frame_index += 1;
             frame.skip_past(t);
         }
         let done = t >= end || opts.max_steps.is_some_and(|m| sim.steps() >= m);
-        let stop = opts.stop.load(Ordering::Relaxed);
+        // A signal may reach one rank only: every rank stops when any has it.
+        let mut stop = [opts.stop.load(Ordering::Relaxed) as u8 as f64];
+        if sim.cluster().size() > 1 {
+            sim.cluster().max(&mut stop);
+        }
+        let stop = stop[0] > 0.0;
         let due = checkpoint.as_ref().is_some_and(|c| c.due(t));
         if stop || due || (done && checkpoint.is_some()) {
             if let Some(c) = checkpoint.as_mut() {
@@ -462,7 +497,8 @@ fn worker_loop(sim: &mut Simulation, opts: &RunOptions, start: Start, tx: &mpsc:
                 return failed(sim, e);
             }
             let wall = start.wall + clock.elapsed().as_secs_f64();
-            if !send(Msg::Checkpoint { state: sim.step_state(), next_frame: frame_index, wall, particles }) {
+            let slices = sim.reports().iter().map(|r| (r.device, r.slice, r.particles)).collect();
+            if !send(Msg::Checkpoint { state: sim.step_state(), next_frame: frame_index, wall, particles, slices }) {
                 return;
             }
         }

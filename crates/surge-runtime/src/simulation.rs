@@ -3,10 +3,10 @@
 
 use crate::cluster::{Cluster, Single};
 use crate::exchange::Solo;
-use std::sync::Arc;
 use crate::team::{Loader, Team};
 use crate::worker::{DeviceError, DeviceReport, DeviceTimes, Worker};
 use std::fmt;
+use std::sync::Arc;
 use surge_core::backend::{Backend, Failure, Snapshot};
 use surge_core::buffers::ParticleState;
 use surge_core::decomp::SliceMap;

@@ -4,10 +4,10 @@
 
 use crate::cluster::Cluster;
 use crate::exchange::{self, Exchange};
-use std::sync::Arc;
 use crate::simulation::StepState;
 use crate::worker::{DeviceError, DeviceReport, Worker};
 use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use surge_core::backend::{Backend, Failure, Snapshot};
 use surge_core::buffers::ParticleState;
@@ -338,10 +338,12 @@ impl Interpolate for Team {
         let mut best: Option<f64> = None;
         for r in self.all(|_| Cmd::Front(axis, below)) {
             match r {
-                Some(Reply::Front(Ok(v))) => best = match (best, v) {
-                    (Some(a), Some(b)) => Some(a.max(b)),
-                    (a, b) => a.or(b),
-                },
+                Some(Reply::Front(Ok(v))) => {
+                    best = match (best, v) {
+                        (Some(a), Some(b)) => Some(a.max(b)),
+                        (a, b) => a.or(b),
+                    }
+                }
                 Some(Reply::Front(Err(e))) => return Err(e),
                 _ => return Err("a device's worker stopped".into()),
             }

@@ -193,7 +193,8 @@ impl Worker {
         self.times.exchange += t1.elapsed().as_secs_f64();
         self.call(|b| b.rebuild_end(incoming));
         // Moves of this device's own boundaries.
-        self.moves += (old.bounds[me] != self.map.bounds[me]) as u64 + (old.bounds[me + 1] != self.map.bounds[me + 1]) as u64;
+        self.moves +=
+            (old.bounds[me] != self.map.bounds[me]) as u64 + (old.bounds[me + 1] != self.map.bounds[me + 1]) as u64;
         self.times.rebuild += t0.elapsed().as_secs_f64();
         Ok(())
     }

@@ -1,0 +1,154 @@
+//! MPI ranks (built with `--features mpi`; needs `mpirun` from Open MPI): the binary run
+//! under `mpirun` as a user runs it. 2 and 3 ranks of 1-2 CPU workers give bitwise the
+//! particles (by id) and gauges of one process on the 2D and 3D dam breaks (tolerance: none,
+//! as for several devices in one process); a checkpoint written by 3 ranks restarts on 2
+//! and ends bitwise where one process ends; a rank that fails stops the whole job with its
+//! message.
+#![cfg(feature = "mpi")]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+mod common;
+use common::TempDir;
+
+const BIN: &str = env!("CARGO_BIN_EXE_surge");
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+fn config(name: &str) -> PathBuf {
+    Path::new(ROOT).join("configs").join(name)
+}
+
+/// `mpirun` for root in CI, with more ranks than cores allowed.
+fn mpirun(ranks: usize) -> Command {
+    let mut c = Command::new("mpirun");
+    c.args(["--allow-run-as-root", "--oversubscribe", "-n", &ranks.to_string()]);
+    c.env("OMPI_ALLOW_RUN_AS_ROOT", "1").env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    c.env("OMPI_MCA_rmaps_base_oversubscribe", "1");
+    c
+}
+
+fn check(out: Output, what: &str) {
+    assert!(
+        out.status.success(),
+        "{what}: {}\n{}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The particles of the newest checkpoint in `dir/checkpoints`, as CSV lines sorted by id
+/// (`surge dump` prints floats exactly: shortest round-trip form).
+fn particles(dir: &Path) -> Vec<String> {
+    let ckpt = dir.join("checkpoints");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&ckpt)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "surge"))
+        .collect();
+    files.sort();
+    let csv = dir.join("particles.csv");
+    check(
+        Command::new(BIN).arg("dump").arg(files.last().unwrap()).arg("--csv").arg(&csv).output().unwrap(),
+        "surge dump",
+    );
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut lines: Vec<String> = text.lines().skip(1).map(String::from).collect();
+    lines.sort_by_key(|l| l.split(',').next().unwrap().parse::<u64>().unwrap());
+    lines
+}
+
+fn run_args(case: &str, out: &Path, steps: u64, extra: &[&str]) -> Vec<String> {
+    let mut a: Vec<String> = ["run", config(case).to_str().unwrap(), "--backend", "cpu", "-q", "--out"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    a.push(out.to_str().unwrap().into());
+    a.extend(["--max-steps".into(), steps.to_string(), "--set".into(), "checkpoint.interval=100".into()]);
+    a.extend(extra.iter().map(|s| s.to_string()));
+    a
+}
+
+/// One process, then `ranks` ranks of `workers` workers, `steps` steps: same particles and
+/// gauges.
+fn same_as_one_process(case: &str, extra: &[&str], steps: u64, ranks: usize, workers: usize) {
+    let dir = TempDir::new(&format!("mpi-{case}-{ranks}x{workers}"));
+    let (one, many) = (dir.0.join("one"), dir.0.join("many"));
+    check(
+        Command::new(BIN).args(run_args(case, &one, steps, extra)).args(["--threads", "1"]).output().unwrap(),
+        "one process",
+    );
+    let w = workers.to_string();
+    let out = mpirun(ranks)
+        .arg(BIN)
+        .args(run_args(case, &many, steps, extra))
+        .args(["--workers", &w, "--threads", &w])
+        .output()
+        .unwrap();
+    check(out, &format!("{ranks} ranks x {workers} workers"));
+    let (a, b) = (particles(&one), particles(&many));
+    assert_eq!(a.len(), b.len());
+    for (x, y) in a.iter().zip(&b) {
+        assert_eq!(x, y, "{case}: {ranks} ranks x {workers} workers differ from one process");
+    }
+    assert_eq!(
+        std::fs::read_to_string(one.join("gauges.csv")).ok(),
+        std::fs::read_to_string(many.join("gauges.csv")).ok(),
+        "gauges"
+    );
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(many.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["ranks"], ranks as u64);
+    assert_eq!(summary["devices"].as_array().unwrap().len(), ranks * workers);
+    assert!(many.join("frames/dam_break_2d_00000.pvtu").exists() || case != "dam_break_2d.toml");
+}
+
+#[test]
+fn dam_break_2d_on_2_and_3_ranks_matches_one_process() {
+    same_as_one_process("dam_break_2d.toml", &[], 300, 2, 1);
+    same_as_one_process("dam_break_2d.toml", &[], 300, 2, 2);
+    same_as_one_process("dam_break_2d.toml", &["--set", "decomposition.split_axis=\"x\""], 300, 3, 1);
+}
+
+#[test]
+fn dam_break_3d_on_2_ranks_of_2_workers_matches_one_process() {
+    same_as_one_process("dam_break_3d.toml", &["--set", "dp=0.06"], 60, 2, 2);
+}
+
+#[test]
+fn a_checkpoint_of_3_ranks_restarts_on_2() {
+    let dir = TempDir::new("mpi-restart");
+    let (one, many) = (dir.0.join("one"), dir.0.join("many"));
+    check(Command::new(BIN).args(run_args("dam_break_2d.toml", &one, 300, &[])).output().unwrap(), "one process");
+    // 3 ranks to step 150 (a checkpoint at the end), then 2 ranks x 2 workers on to 300.
+    check(mpirun(3).arg(BIN).args(run_args("dam_break_2d.toml", &many, 150, &[])).output().unwrap(), "3 ranks");
+    let files = std::fs::read_dir(many.join("checkpoints")).unwrap().count();
+    assert_eq!(files, 3, "one checkpoint file per rank");
+    let restart = run_args("dam_break_2d.toml", &many, 300, &["--restart", "latest", "--workers", "2"]);
+    check(mpirun(2).arg(BIN).args(restart).output().unwrap(), "restart on 2 ranks");
+    assert_eq!(particles(&one), particles(&many), "restarted on other ranks: not where one process ends");
+    assert_eq!(
+        std::fs::read_to_string(one.join("gauges.csv")).unwrap(),
+        std::fs::read_to_string(many.join("gauges.csv")).unwrap(),
+        "gauges of the chain"
+    );
+}
+
+#[test]
+fn a_failing_rank_stops_the_job_with_its_message() {
+    let dir = TempDir::new("mpi-fail");
+    let good = run_args("dam_break_2d.toml", &dir.0.join("out"), 1000, &[]);
+    let mut bad = good.clone();
+    bad[1] = dir.0.join("missing.toml").to_str().unwrap().into();
+    // Rank 0 gets a good case and waits for rank 1, whose case file is missing.
+    let t0 = Instant::now();
+    let mut c = mpirun(1);
+    c.arg(BIN).args(&good).args([":", "-n", "1", BIN]).args(&bad);
+    let out = c.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "the job must fail");
+    assert!(t0.elapsed() < Duration::from_secs(60), "the job must stop within seconds, took {:?}", t0.elapsed());
+    assert!(err.contains("rank 1 of 2") && err.contains("missing.toml"), "{err}");
+}
