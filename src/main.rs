@@ -93,6 +93,10 @@ enum Command {
         /// Steps to time (after 5 warm-up steps).
         #[arg(long, default_value_t = 100)]
         steps: u64,
+        /// Also append each result as one JSON line to this file (for scripts, e.g. the
+        /// scaling harness `cargo bench --bench scaling`).
+        #[arg(long, value_name = "FILE")]
+        json: Option<PathBuf>,
         #[command(flatten)]
         common: Common,
     },
@@ -229,7 +233,7 @@ fn main() -> ExitCode {
         Command::Dump { checkpoint, csv } => cmd_dump(&checkpoint, &csv),
         Command::Check { case, common } => cmd_check(&case, &common),
         Command::Info => cmd_info(),
-        Command::Bench { cases, steps, common } => cmd_bench(cases, steps, &common),
+        Command::Bench { cases, steps, json, common } => cmd_bench(cases, steps, json.as_deref(), &common),
     };
     let ranks = cluster.size();
     let who = if ranks > 1 { format!(" (rank {rank} of {ranks})") } else { String::new() };
@@ -490,7 +494,7 @@ impl Observer for Reporter {
 const BENCH_2D: &str = include_str!("../configs/dam_break_2d.toml");
 const BENCH_3D: &str = include_str!("../configs/dam_break_3d.toml");
 
-fn cmd_bench(cases: BenchCases, steps: u64, common: &Common) -> Result<(), Failure> {
+fn cmd_bench(cases: BenchCases, steps: u64, json: Option<&Path>, common: &Common) -> Result<(), Failure> {
     let list: Vec<(&str, &str)> = match cases {
         BenchCases::All => vec![("dam_break_2d", BENCH_2D), ("dam_break_3d", BENCH_3D)],
         BenchCases::DamBreak2d => vec![("dam_break_2d", BENCH_2D)],
@@ -512,8 +516,17 @@ fn cmd_bench(cases: BenchCases, steps: u64, common: &Common) -> Result<(), Failu
     }
     if cluster().rank() == 0 {
         println!("{}", surge_runtime::BenchResult::HEADER);
-        for r in rows {
+        for r in &rows {
             println!("{}", r.row());
+        }
+        if let Some(path) = json {
+            use std::io::Write as _;
+            let fail = |e: std::io::Error| Failure(EXIT_RUN_FAILED, format!("{}: {e}", path.display()));
+            let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path).map_err(fail)?;
+            for r in &rows {
+                let line = serde_json::to_string(r).map_err(|e| Failure(EXIT_RUN_FAILED, e.to_string()))?;
+                writeln!(f, "{line}").map_err(fail)?;
+            }
         }
     }
     Ok(())

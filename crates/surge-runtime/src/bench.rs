@@ -8,7 +8,7 @@ use std::time::Instant;
 pub const WARM_UP_STEPS: u64 = 5;
 
 /// One benchmark measurement.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct BenchResult {
     /// Case name.
     pub case: String,
@@ -32,6 +32,12 @@ pub struct BenchResult {
     pub exchange: f64,
     /// Largest exposed (waited-on) exchange seconds of a device over the timed steps.
     pub exposed: f64,
+    /// MPI ranks.
+    pub ranks: usize,
+    /// Milliseconds per step (derived, for readers of the JSON).
+    pub ms_per_step: f64,
+    /// Particle-steps per second (derived, for readers of the JSON).
+    pub particle_steps_per_second: f64,
 }
 
 impl BenchResult {
@@ -89,7 +95,8 @@ pub fn bench(mut sim: Simulation, steps: u64) -> Result<BenchResult, crate::Step
     let delta = |f: fn(&crate::DeviceTimes) -> f64| {
         reports.iter().zip(&reports0).map(|(r, r0)| f(&r.times) - f(&r0.times)).fold(0.0, f64::max)
     };
-    Ok(BenchResult {
+    let ranks = sim.cluster().size();
+    let mut r = BenchResult {
         case: sim.case().name.clone(),
         backend: sim.backend_name(),
         particles: particles[0] as usize,
@@ -98,8 +105,18 @@ pub fn bench(mut sim: Simulation, steps: u64) -> Result<BenchResult, crate::Step
         bytes_per_particle: sim.bytes_per_particle(),
         stages,
         rebuilds: sim.rebuilds() - rebuilds0,
-        devices: reports.len(),
+        devices: reports.len() * sim.cluster().size(),
         exchange: delta(|t| t.exchange),
         exposed: delta(|t| t.exposed),
-    })
+        ranks,
+        ms_per_step: 0.0,
+        particle_steps_per_second: 0.0,
+    };
+    // The slowest rank's figures: every rank steps in lockstep, so they agree to a few µs.
+    let mut worst = [r.seconds, r.exchange, r.exposed];
+    sim.cluster().max(&mut worst);
+    [r.seconds, r.exchange, r.exposed] = worst;
+    r.ms_per_step = r.ms_per_step();
+    r.particle_steps_per_second = r.particle_steps_per_second();
+    Ok(r)
 }

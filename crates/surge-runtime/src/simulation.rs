@@ -67,7 +67,7 @@ pub struct StepState {
 /// Wall seconds spent in each stage since the start (backends finish their work before a
 /// stage returns, so host clocks measure device stages too). With several devices, each
 /// stage's largest time over the devices.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
 pub struct StageTimes {
     /// Re-key and sort.
     pub rebuild: f64,
