@@ -8,6 +8,7 @@
 //! on all of them, reduced in device order, so every device takes the same decisions.
 
 use std::sync::mpsc::{channel, Receiver, Sender};
+use surge_core::backend::DeviceBlock;
 use surge_core::buffers::ParticleState;
 use surge_core::decomp::Side;
 
@@ -18,6 +19,11 @@ pub enum Packet {
     Particles(ParticleState),
     /// Force values of an edge ([`surge_core::backend::Backend::edge_forces`]).
     Forces(Vec<[f32; 4]>),
+    /// Particles or force values left in the sender's device memory, for the receiver's
+    /// backend to copy device to device ([`surge_core::backend::Backend::rebuild_begin_peer`],
+    /// [`surge_core::backend::Backend::edge_forces_peer`]). Only between devices of one
+    /// process ([`Exchange::same_process`]).
+    Device(DeviceBlock),
     /// The sender failed in this stage; the failure is reported at the next reduction.
     Failed,
 }
@@ -28,6 +34,7 @@ impl Packet {
         match self {
             Packet::Particles(_) => "particles",
             Packet::Forces(_) => "forces",
+            Packet::Device(_) => "device block",
             Packet::Failed => "failure notice",
         }
     }
@@ -39,6 +46,11 @@ pub trait Exchange: Send {
     fn device(&self) -> usize;
     /// Number of devices.
     fn devices(&self) -> usize;
+    /// True when the neighbours are devices of this process, so [`Packet::Device`] may be
+    /// sent (their memory is reachable from here); false by default.
+    fn same_process(&self) -> bool {
+        false
+    }
     /// Send to the neighbour on `side` (never blocks on the receiver).
     fn send(&mut self, side: Side, p: Packet) -> Result<(), String>;
     /// Receive the next packet from the neighbour on `side` (blocks).
@@ -151,6 +163,9 @@ impl Exchange for Local {
     }
     fn devices(&self) -> usize {
         self.n
+    }
+    fn same_process(&self) -> bool {
+        true
     }
     fn send(&mut self, side: Side, p: Packet) -> Result<(), String> {
         let d = self.neighbour(side);
