@@ -1158,6 +1158,7 @@ impl Backend for CudaBackend {
         let m = self.own.len();
         out[Side::Left as usize] = self.gather_out(0..left)?;
         out[Side::Right as usize] = self.gather_out(m - right..m)?;
+        self.edges_to_host = true;
         self.finish_begin(map, me, kept)
     }
 
@@ -1178,6 +1179,8 @@ impl Backend for CudaBackend {
             }
         }
         self.finish_begin(map, me, kept)?;
+        // The edge values will go GPU to GPU too: no copies to the host from now on.
+        self.edges_to_host = false;
         Ok(Some(out))
     }
 
@@ -1270,6 +1273,10 @@ impl Backend for CudaBackend {
     fn edge_forces(&mut self, side: Side, out: &mut Vec<[f32; 4]>) -> Result<(), Failure> {
         self.bind()?;
         let what = "copying edge forces to the host";
+        out.clear();
+        if self.edges[side as usize].is_empty() {
+            return Ok(());
+        }
         if !self.edges_staged {
             // The last pass sent them GPU to GPU: stage them now (behind the inner forces).
             self.edges_to_host = true;
@@ -1277,7 +1284,6 @@ impl Backend for CudaBackend {
         }
         self.edge_done.synchronize().map_err(|e| fail(what, e))?;
         let words = 4 * self.values_per_particle() * self.edges[side as usize].len();
-        out.clear();
         if words > 0 {
             let stage = self.edge_stage[side as usize].as_slice().map_err(|e| fail(what, e))?;
             out.extend_from_slice(bytemuck::cast_slice(&stage[..words]));

@@ -214,7 +214,7 @@ impl Worker {
                 self.send(side, p);
             }
         }
-        // Blocks for a side without a neighbour (none are made) are dropped here.
+        // What was made for a side without a neighbour (host states) is dropped here.
         drop(blocks);
         let mut incoming = [ParticleState::default(), ParticleState::default()];
         let mut incoming_dev: [Option<DeviceBlock>; 2] = [None, None];
