@@ -538,7 +538,7 @@ fn cmd_info() -> Result<(), Failure> {
     println!("cpu         {threads} hardware threads");
     match surge_cuda::gpus() {
         Ok(gpus) => {
-            for g in gpus {
+            for g in &gpus {
                 println!(
                     "gpu {}       {}, {:.1} GiB, compute capability {}.{}",
                     g.ordinal,
@@ -547,6 +547,18 @@ fn cmd_info() -> Result<(), Failure> {
                     g.compute_capability.0,
                     g.compute_capability.1
                 );
+            }
+            // Devices of one run exchange GPU to GPU; directly where peer access is possible,
+            // else the driver stages the copies through the host.
+            for a in 0..gpus.len() {
+                for b in a + 1..gpus.len() {
+                    let both = surge_cuda::peer_access(a, b).and_then(|ab| Ok(ab && surge_cuda::peer_access(b, a)?));
+                    match both {
+                        Ok(true) => println!("peer {a}-{b}    direct access (copies GPU to GPU)"),
+                        Ok(false) => println!("peer {a}-{b}    no direct access (copies staged through the host)"),
+                        Err(e) => println!("peer {a}-{b}    unknown: {e}"),
+                    }
+                }
             }
         }
         Err(e) => println!("cuda        not usable: {e}"),

@@ -161,3 +161,148 @@ fn too_many_devices_for_the_layers_is_a_clear_error() {
         surge_runtime::simulation(&periodic, &surge_runtime::DeviceRequest::cpu_workers(2, 2)).err().expect("refused");
     assert!(e.contains("periodic along every axis"), "{e}");
 }
+
+/// A CPU backend that hands its neighbours device blocks (host buffers in a box), so the
+/// workers take the GPU-to-GPU exchange path of the protocol ([`surge_runtime`]'s worker).
+struct Blocks(surge_cpu::CpuBackend);
+
+/// Device blocks taken, over every worker.
+static BLOCKS_TAKEN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+mod blocks {
+    use super::{Blocks, BLOCKS_TAKEN};
+    use std::sync::atomic::Ordering;
+    use surge_core::backend::*;
+    use surge_core::buffers::ParticleState;
+    use surge_core::decomp::{Side, SliceMap};
+    use surge_core::gauge::Interpolate;
+    use surge_core::grid::Grid;
+
+    fn take<T: 'static>(b: DeviceBlock) -> Result<T, Failure> {
+        b.downcast::<T>().map(|b| *b).map_err(|_| Failure::Device("a block of another kind".into()))
+    }
+
+    impl Interpolate for Blocks {
+        fn fluid_sums(&mut self, xs: &[[f64; 3]], out: &mut Vec<(f64, f64)>) -> Result<(), String> {
+            self.0.fluid_sums(xs, out)
+        }
+        fn fluid_front(&mut self, axis: usize, below: f64) -> Result<Option<f64>, String> {
+            self.0.fluid_front(axis, below)
+        }
+    }
+
+    impl Backend for Blocks {
+        fn name(&self) -> String {
+            self.0.name()
+        }
+        fn len(&self) -> usize {
+            self.0.len()
+        }
+        fn bytes_per_particle(&self) -> usize {
+            self.0.bytes_per_particle()
+        }
+        fn grid(&self) -> &Grid {
+            self.0.grid()
+        }
+        fn rebuild_begin(
+            &mut self,
+            map: &SliceMap,
+            me: usize,
+            rekey: bool,
+            out: &mut [ParticleState; 2],
+        ) -> Result<(), Failure> {
+            self.0.rebuild_begin(map, me, rekey, out)
+        }
+        fn rebuild_end(&mut self, incoming: [ParticleState; 2]) -> Result<(), Failure> {
+            self.0.rebuild_end(incoming)
+        }
+        fn rebuild_begin_peer(
+            &mut self,
+            map: &SliceMap,
+            me: usize,
+            rekey: bool,
+        ) -> Result<Option<[Option<DeviceBlock>; 2]>, Failure> {
+            let mut out = [ParticleState::default(), ParticleState::default()];
+            self.0.rebuild_begin(map, me, rekey, &mut out)?;
+            let [l, r] = out;
+            let block = |s: Side, p: ParticleState| map.neighbour(me, s).map(|_| Box::new(p) as DeviceBlock);
+            Ok(Some([block(Side::Left, l), block(Side::Right, r)]))
+        }
+        fn rebuild_end_peer(&mut self, incoming: [Option<DeviceBlock>; 2]) -> Result<(), Failure> {
+            let [l, r] = incoming;
+            let state = |b: Option<DeviceBlock>| b.map_or(Ok(ParticleState::default()), take::<ParticleState>);
+            BLOCKS_TAKEN.fetch_add(1, Ordering::Relaxed);
+            self.0.rebuild_end([state(l)?, state(r)?])
+        }
+        fn forces(&mut self, part: Part) -> Result<(), Failure> {
+            self.0.forces(part)
+        }
+        fn inner_forces_run_on(&self) -> bool {
+            self.0.inner_forces_run_on()
+        }
+        fn force_stats(&mut self) -> Result<ForceStats, Failure> {
+            self.0.force_stats()
+        }
+        fn edge_forces(&mut self, side: Side, out: &mut Vec<[f32; 4]>) -> Result<(), Failure> {
+            self.0.edge_forces(side, out)
+        }
+        fn set_copy_forces(&mut self, side: Side, values: &[[f32; 4]]) -> Result<(), Failure> {
+            self.0.set_copy_forces(side, values)
+        }
+        fn edge_forces_peer(&mut self, side: Side) -> Result<Option<DeviceBlock>, Failure> {
+            let mut v = Vec::new();
+            self.0.edge_forces(side, &mut v)?;
+            Ok(Some(Box::new(v)))
+        }
+        fn set_copy_forces_peer(&mut self, side: Side, block: DeviceBlock) -> Result<(), Failure> {
+            BLOCKS_TAKEN.fetch_add(1, Ordering::Relaxed);
+            self.0.set_copy_forces(side, &take::<Vec<[f32; 4]>>(block)?)
+        }
+        fn update(&mut self, which: Update, dt: f64) -> Result<UpdateStats, Failure> {
+            self.0.update(which, dt)
+        }
+        fn snapshot(&mut self, out: &mut Snapshot) -> Result<(), Failure> {
+            self.0.snapshot(out)
+        }
+        fn export_state(&mut self, out: &mut ParticleState) -> Result<(), Failure> {
+            self.0.export_state(out)
+        }
+        fn import_state(&mut self, state: ParticleState) -> Result<(), String> {
+            self.0.import_state(state)
+        }
+    }
+}
+
+#[test]
+fn device_blocks_between_workers_change_nothing() {
+    // The exchanges of the GPU-to-GPU path (device blocks), with boundaries moving.
+    let case = case(
+        "dam_break_2d.toml",
+        &["decomposition.balance_every=10", "decomposition.balance_threshold=0.0", "decomposition.split_axis=\"x\""],
+    );
+    let grid = Grid::new(&case, 0).unwrap();
+    let filled = surge_core::geometry::fill(&case);
+    let layer: Vec<i32> = filled.pos.iter().map(|&x| grid.locate(x).0[0]).collect();
+    let mut weights = vec![0u64; grid.layers() as usize];
+    layer.iter().for_each(|&l| weights[l as usize] += 1);
+    let map = surge_core::decomp::SliceMap::balanced(&weights, 3, grid.reach).unwrap();
+    let loaders = (0..3)
+        .map(|d| {
+            let part = filled.subset(|i| map.owner(layer[i]) == d);
+            let case = case.clone();
+            Box::new(move || {
+                surge_cpu::CpuBackend::new(&case, &part, 1)
+                    .map(|b| Box::new(Blocks(b)) as Box<dyn surge_core::backend::Backend>)
+            }) as surge_runtime::team::Loader
+        })
+        .collect();
+    let mut many = Simulation::team(case.clone(), map, grid, loaders).unwrap();
+    let mut one = sim_on(&case, surge_runtime::BackendChoice::Cpu, 1);
+    steps(&mut many, 200);
+    steps(&mut one, 200);
+    assert!(one.rebuilds() > 1, "the run must cross rebuilds");
+    assert!(BLOCKS_TAKEN.load(std::sync::atomic::Ordering::Relaxed) > 400, "device blocks were exchanged");
+    let moves: u64 = many.reports().iter().map(|r| r.moves).sum();
+    assert!(moves >= 2, "the load balancer moved {moves} boundaries");
+    assert_same_particles(&one.snapshot().unwrap(), &many.snapshot().unwrap(), "device blocks on 3 devices");
+}

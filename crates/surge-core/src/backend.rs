@@ -108,6 +108,12 @@ impl Snapshot {
     }
 }
 
+/// An opaque payload that one device hands a neighbour of the same process, for a transfer
+/// that stays on the devices (GPU to GPU): what it holds is the backend's own business (for
+/// CUDA, device addresses, counts, the sender's context and an event to wait on). Only a
+/// backend of the same kind can take it; it never crosses a process boundary.
+pub type DeviceBlock = Box<dyn std::any::Any + Send>;
+
 /// Which owned particles a force call computes: the two parts of a force pass.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Part {
@@ -133,7 +139,9 @@ pub enum Part {
 /// host exchanges), the neighbours' forces into the copies, [`Backend::force_stats`],
 /// [`Backend::update`]. A rebuild is [`Backend::rebuild_begin`], the particles out to the
 /// neighbours and theirs in, [`Backend::rebuild_end`]. A device alone does the same with
-/// nothing to send.
+/// nothing to send. Between devices of one process, a backend may keep both transfers on
+/// the devices ([`Backend::rebuild_begin_peer`], [`Backend::edge_forces_peer`]): the
+/// neighbour copies straight from its memory, in the same order.
 pub trait Backend: Interpolate + Send {
     /// Human-readable name, e.g. `cpu (2 threads)`.
     fn name(&self) -> String;
@@ -192,6 +200,39 @@ pub trait Backend: Interpolate + Send {
     /// Set the force values of the copies from the neighbour on `side` (as
     /// [`Backend::edge_forces`] gave them there). Fails when the length does not match.
     fn set_copy_forces(&mut self, side: Side, values: &[[f32; 4]]) -> Result<(), Failure>;
+    /// [`Backend::rebuild_begin`] with the particles for each neighbour left on the device,
+    /// described by a [`DeviceBlock`] per side (None on a side without a neighbour), for
+    /// [`Backend::rebuild_end_peer`] of a neighbour of the same process. `Ok(None)`: not
+    /// supported (the default), nothing was done, and the caller uses
+    /// [`Backend::rebuild_begin`]. A device that supports it returns `Some` on every call.
+    fn rebuild_begin_peer(
+        &mut self,
+        _map: &SliceMap,
+        _me: usize,
+        _rekey: bool,
+    ) -> Result<Option<[Option<DeviceBlock>; 2]>, Failure> {
+        Ok(None)
+    }
+    /// [`Backend::rebuild_end`] with the neighbours' particles as blocks of their
+    /// [`Backend::rebuild_begin_peer`] (None on a side without a neighbour), copied device to
+    /// device. The particles end in the same order, hence the same results, as through
+    /// [`Backend::rebuild_end`].
+    fn rebuild_end_peer(&mut self, _incoming: [Option<DeviceBlock>; 2]) -> Result<(), Failure> {
+        Err(Failure::Device(format!("{} takes no particles from another device's memory", self.name())))
+    }
+    /// [`Backend::edge_forces`] left on the device: a block describing the force values of the
+    /// edge on `side`, for [`Backend::set_copy_forces_peer`] of the neighbour there (same
+    /// process). `Ok(None)`: not supported (the default); the caller uses
+    /// [`Backend::edge_forces`].
+    fn edge_forces_peer(&mut self, _side: Side) -> Result<Option<DeviceBlock>, Failure> {
+        Ok(None)
+    }
+    /// [`Backend::set_copy_forces`] from a block of the neighbour on `side`
+    /// ([`Backend::edge_forces_peer`]), copied device to device; the same values land in the
+    /// same places. Fails when the lengths do not match.
+    fn set_copy_forces_peer(&mut self, side: Side, _block: DeviceBlock) -> Result<(), Failure> {
+        Err(Failure::Device(format!("{} takes no {side:?} force values from another device's memory", self.name())))
+    }
     /// Apply an update with time step dt to every particle held, copies included. Fails
     /// with the lowest-id particle whose new state is not finite.
     fn update(&mut self, which: Update, dt: f64) -> Result<UpdateStats, Failure>;

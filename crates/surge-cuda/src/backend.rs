@@ -6,13 +6,16 @@
 //! changes at each rebuild (migration, copies), and grow when a rebuild needs more.
 
 use crate::compile::{arch_for, compile, defines};
+use crate::peer::{self, EdgeBlock, RebuildBlock, Staging};
 use cudarc::driver::{
     CudaContext, CudaEvent, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PinnedHostSlice,
     PushKernelArg,
 };
 use std::ops::Range;
 use std::sync::Arc;
-use surge_core::backend::{Backend, BadParticle, Failure, ForceStats, Part, Snapshot, Update, UpdateStats};
+use surge_core::backend::{
+    Backend, BadParticle, DeviceBlock, Failure, ForceStats, Part, Snapshot, Update, UpdateStats,
+};
 use surge_core::buffers::{self, BufferId, BufferSet, ParticleState};
 use surge_core::case::{Case, Gauge};
 use surge_core::decomp::{Side, SliceMap};
@@ -147,8 +150,20 @@ pub struct CudaBackend {
     /// The edges' force values for the neighbours, per side (Force values, then Shift
     /// values), copied as soon as the edge forces are done.
     edge_stage: [PinnedHostSlice<u32>; 2],
-    /// Recorded after the copies of the edges' values (before the inner forces).
-    edge_done: CudaEvent,
+    /// Recorded after the edge forces (and the copies of their values to `edge_stage`, when
+    /// staged), before the inner forces. Shared with the neighbours' edge blocks
+    /// ([`crate::peer`]): a block still held means a neighbour may still be copying.
+    edge_done: Arc<CudaEvent>,
+    /// Whether a force pass copies the edges' values to `edge_stage` (the host path); off
+    /// once the values go to the neighbours GPU to GPU.
+    edges_to_host: bool,
+    /// Whether this force pass's edge values are in `edge_stage`.
+    edges_staged: bool,
+    /// The staging buffers of the last rebuild's particles for each neighbour, GPU to GPU
+    /// (shared with the blocks sent).
+    peer_out: [Option<Arc<Staging>>; 2],
+    /// GPUs whose memory this one was given direct access to (ordinals).
+    reached: Vec<usize>,
     /// The neighbours' force values on their way into the copies, per side.
     copy_stage: [PinnedHostSlice<u32>; 2],
     /// Recorded after each upload from `copy_stage`, which must end before it is refilled.
@@ -172,13 +187,19 @@ fn cfg(threads: usize) -> LaunchConfig {
     }
 }
 
-/// Device bytes per particle held for a case's buffer set: the set (no pressure buffer: the
-/// GPU computes pressure where it is used) allocated for [`capacity_for`] particles, and the
-/// cell table (two bins per cell, plus two).
+/// Device bytes per particle held for a case's buffer set on a device alone: the set (no
+/// pressure buffer: the GPU computes pressure where it is used) for each particle, and the
+/// cell table (two bins per cell, plus two). In a team the buffers grow with headroom
+/// ([`capacity_for`]) at the first rebuild, and the backend reports what it holds.
 pub fn bytes_per_particle(set: BufferSet, particles: usize, cells: usize) -> usize {
+    allocated_per_particle(set, particles, particles, cells)
+}
+
+/// Device bytes per particle held when the buffers have room for `cap` particles.
+fn allocated_per_particle(set: BufferSet, particles: usize, cap: usize, cells: usize) -> usize {
     let on_gpu = BufferSet(set.0 & !BufferId::Press.bit());
     let n = particles.max(1);
-    (on_gpu.bytes_per_particle() * capacity_for(particles)).div_ceil(n) + (4 * (2 * cells + 2)).div_ceil(n)
+    (on_gpu.bytes_per_particle() * cap).div_ceil(n) + (4 * (2 * cells + 2)).div_ceil(n)
 }
 
 /// Whether `need` bytes fit in `free` (keeping 5 % spare); if not, the largest dp that would
@@ -240,7 +261,9 @@ impl CudaBackend {
         crate::probe::nvrtc_version()?;
         let whole = Grid::with_skin(case, case.split_axis(), skin_fraction(), STENCIL_REACH)?;
         let n = filled.len();
-        let cap = capacity_for(n);
+        // Exactly the particles: alone, a device never holds more; in a team the first
+        // rebuild grows the buffers (with headroom) for the copies and arrivals.
+        let cap = n.max(1);
         let bins = 2 * whole.cell_count();
         let buffers = BufferSet::for_case(case);
         let ctx = CudaContext::new(ordinal).map_err(|e| fail("creating the context", e))?;
@@ -360,7 +383,11 @@ impl CudaBackend {
             host_cell: pinned(&ctx, 4 * cap)?,
             host_info: pinned(&ctx, 2 * cap)?,
             edge_stage: [pinned(&ctx, 4)?, pinned(&ctx, 4)?],
-            edge_done: event()?,
+            edge_done: Arc::new(event()?),
+            edges_to_host: true,
+            edges_staged: false,
+            peer_out: [None, None],
+            reached: Vec::new(),
             copy_stage: [pinned(&ctx, 4)?, pinned(&ctx, 4)?],
             copy_done: [event()?, event()?],
             gauge_cell: zeros(4 * max_points, "gauge points")?,
@@ -479,6 +506,197 @@ impl CudaBackend {
         self.host_cell = pinned(&self.ctx, 4 * cap)?;
         self.host_info = pinned(&self.ctx, 2 * cap)?;
         self.cap = cap;
+        Ok(())
+    }
+
+    /// First part of a rebuild's first half: re-key the owned particles (when `rekey`) and
+    /// list which stay (in this device's new window: its slice, and copies of particles it
+    /// owned until now) and which go to each neighbour's window. Returns how many are kept,
+    /// and go left (listed in `key[..left]`) and right (`key[m - right..m]`, m owned).
+    fn classify(&mut self, map: &SliceMap, me: usize, rekey: bool) -> Result<(usize, usize, usize), Failure> {
+        let own = self.own.clone();
+        let (first, count) = (own.start as i32, own.len() as i32);
+        if rekey && count > 0 {
+            self.reset_stats()?;
+            {
+                let mut b = self.stream.launch_builder(&self.k.rekey);
+                b.arg(&first).arg(&count).arg(&mut self.cell).arg(&mut self.pos).arg(&self.info).arg(&mut self.stats);
+                // SAFETY: argument types match rekey_kernel; first + count <= n.
+                unsafe { b.launch(cfg(own.len())) }.map_err(|e| fail("rekey_kernel", e))?;
+            }
+            let s = self.read_stats("rekey_kernel")?;
+            if s[STAT_BAD_ID] != u32::MAX {
+                return Err(Failure::Particle(self.bad_particle(s[STAT_BAD_ID], None)?));
+            }
+        }
+        let (lo, hi) = map.window(me);
+        let window = |s: Side| map.neighbour(me, s).map_or((0, 0), |d| map.window(d));
+        let ((llo, lhi), (rlo, rhi)) = (window(Side::Left), window(Side::Right));
+        let what = "classify_kernel";
+        self.stream.memset_zeros(&mut self.counters).map_err(|e| fail(what, e))?;
+        if count > 0 {
+            let mut b = self.stream.launch_builder(&self.k.classify);
+            b.arg(&first).arg(&count).arg(&lo).arg(&hi).arg(&llo).arg(&lhi).arg(&rlo).arg(&rhi);
+            b.arg(&self.cell).arg(&mut self.perm).arg(&mut self.key).arg(&mut self.counters);
+            // SAFETY: argument types match classify_kernel; the lists hold at most count
+            // indices each (the two send lists share `key` from both ends, and never
+            // overlap), count <= cap.
+            unsafe { b.launch(cfg(own.len())) }.map_err(|e| fail(what, e))?;
+        }
+        let mut c = [0u32; 4];
+        self.stream.memcpy_dtoh(&self.counters, &mut c).map_err(|e| fail(what, e))?;
+        self.stream.synchronize().map_err(|e| fail(what, e))?;
+        let (kept, left, right) = (c[0] as usize, c[1] as usize, c[2] as usize);
+        let m = own.len();
+        if left + right > m || kept > m {
+            return Err(Failure::Device(format!(
+                "{what}: {kept} kept, {left} and {right} to send of {m} owned particles"
+            )));
+        }
+        Ok((kept, left, right))
+    }
+
+    /// Last part of a rebuild's first half, once the particles to send are gathered: the
+    /// `kept` particles to the front, the copies dropped, the new map taken.
+    fn finish_begin(&mut self, map: &SliceMap, me: usize, kept: usize) -> Result<(), Failure> {
+        self.permute(kept)?;
+        self.n = kept;
+        let (wl, wh) = map.window(me);
+        self.win = self.whole.windowed(wl, wh);
+        self.map = map.clone();
+        self.me = me;
+        self.own = 0..0;
+        self.edges = [0..0, 0..0];
+        Ok(())
+    }
+
+    /// Last part of a rebuild, once every particle of the window is held: sort, and find the
+    /// blocks (copies, edges, inner).
+    fn finish_end(&mut self) -> Result<(), Failure> {
+        let bins = 2 * self.win.cell_count();
+        if bins != self.bins {
+            self.stream.synchronize().map_err(|e| fail("resizing the cell table", e))?;
+            self.cell_start =
+                self.stream.alloc_zeros::<u32>(bins + 2).map_err(|e| fail("allocating the cell table", e))?;
+            self.scan = scan_levels(&self.stream, bins + 2)?;
+            self.bins = bins;
+        }
+        self.sort()?;
+        let (lo, hi) = self.map.owned(self.me);
+        let halo = self.map.halo;
+        let [own_start, left_end, right_start, own_end] = self.layer_starts([lo, lo + halo, hi - halo, hi])?;
+        self.own = own_start..own_end;
+        self.edges = [
+            match self.map.neighbour(self.me, Side::Left) {
+                Some(_) => own_start..left_end,
+                None => own_start..own_start,
+            },
+            match self.map.neighbour(self.me, Side::Right) {
+                Some(_) => right_start..own_end,
+                None => own_end..own_end,
+            },
+        ];
+        self.size_stages()?;
+        Ok(())
+    }
+
+    /// Fails when a neighbour still holds a block of this device's edge values: they are
+    /// about to be rewritten, and it may not have copied them yet (see [`crate::peer`]).
+    fn edges_released(&self) -> Result<(), Failure> {
+        if Arc::strong_count(&self.edge_done) > 1 {
+            return Err(Failure::Device(format!(
+                "{}: a neighbour still holds the edge force values of the last pass while they are rewritten \
+                 (the exchange order is broken)",
+                self.name
+            )));
+        }
+        Ok(())
+    }
+
+    /// Give this GPU direct access to the memory of `other`'s GPU (and the other way round),
+    /// once per GPU, where the hardware allows it ([`peer::reach`]).
+    fn reach(&mut self, other: &Arc<CudaContext>) -> Result<(), String> {
+        let o = other.ordinal();
+        if o != self.ctx.ordinal() && !self.reached.contains(&o) {
+            peer::reach(&self.ctx, other)
+                .map_err(|e| fail(&format!("enabling peer access between GPUs {} and {o}", self.ctx.ordinal()), e))?;
+            self.reached.push(o);
+        }
+        Ok(())
+    }
+
+    /// Gather the conserved buffers of the particles listed in `key[list]` into this device's
+    /// staging buffer for the neighbour on `side` (reused when no neighbour holds it any
+    /// more, else a new one), one buffer after the other; record its `ready` event after
+    /// the gathers (no wait).
+    fn gather_peer(&mut self, side: Side, list: Range<usize>) -> Result<DeviceBlock, String> {
+        let what = "copying particles for a neighbour's GPU";
+        let want = self.buffers.and(BufferSet::conserved());
+        let m = list.len();
+        let words = m * want.iter().map(|id| id.elem_bytes() / 4).sum::<usize>();
+        let slot = &mut self.peer_out[side as usize];
+        let reusable = slot.as_mut().and_then(Arc::get_mut).is_some_and(|st| st.buf.len() >= words);
+        if !reusable {
+            *slot = Some(Arc::new(Staging::new(&self.stream, capacity_for(words)).map_err(|e| fail(what, e))?));
+        }
+        let CudaBackend { stream, k, key, pos, vel, cell, info, vel_prev, wall, peer_out, ctx, .. } = self;
+        let held = peer_out[side as usize].as_mut().expect("a staging buffer was just made");
+        let st = Arc::get_mut(held).expect("no neighbour holds a new or released staging buffer");
+        let idx = key.slice(list);
+        let count = m as i32;
+        let mut at = 0;
+        for id in want.iter() {
+            let (src, per): (&CudaSlice<u32>, usize) = match id {
+                BufferId::Pos => (pos, 4),
+                BufferId::Vel => (vel, 4),
+                BufferId::Cell => (cell, 4),
+                BufferId::Info => (info, 2),
+                BufferId::VelPrev => (vel_prev, 4),
+                BufferId::Wall => (wall.as_ref().ok_or("no device buffer for wall normals")?, 4),
+                other => return Err(format!("no device buffer for {}", other.name())),
+            };
+            if m > 0 {
+                let mut dst = st.buf.slice_mut(at..at + per * m);
+                let mut b = stream.launch_builder(if per == 4 { &k.gather16 } else { &k.gather8 });
+                b.arg(&count).arg(&idx).arg(src).arg(&mut dst);
+                // SAFETY: argument types match gather16_kernel / gather8_kernel; the list
+                // holds m indices below n, the view holds per * m words.
+                unsafe { b.launch(cfg(m)) }.map_err(|e| fail(what, e))?;
+            }
+            at += per * m;
+        }
+        st.ready.record(stream).map_err(|e| fail(what, e))?;
+        Ok(Box::new(RebuildBlock { ctx: ctx.clone(), staging: held.clone(), count: m, buffers: want }))
+    }
+
+    /// Queue the copies of the neighbours' particles (left, then right) after the `n` held,
+    /// each behind its sender's gathers; `n` counts them. Room must exist.
+    fn take_particles(&mut self, blocks: &[Option<Box<RebuildBlock>>; 2]) -> Result<(), Failure> {
+        let what = "copying particles from a neighbour's GPU";
+        for b in blocks.iter().flatten() {
+            if b.count == 0 {
+                continue;
+            }
+            self.reach(&b.ctx)?;
+            self.stream.wait(&b.staging.ready).map_err(|e| fail(what, e))?;
+            let src = b.staging.buf.device_ptr(b.staging.buf.stream()).0;
+            let stream = self.stream.clone();
+            let (n, m) = (self.n, b.count);
+            let mut at = 0;
+            for id in b.buffers.iter() {
+                let per = id.elem_bytes() / 4;
+                let dst = self.conserved_mut(id).ok_or_else(|| format!("no device buffer for {}", id.name()))?;
+                let dst = dst.device_ptr(&stream).0 + 4 * (per * n) as u64;
+                // SAFETY: the staging buffer holds `per * m` words at `at` (it holds this
+                // buffer's words there); room for n + m particles exists; the staging buffer
+                // is not rewritten while the block is held, and it is held until the copy is
+                // over.
+                unsafe { peer::copy(&stream, dst, &b.ctx, src + 4 * at as u64, 4 * per * m) }
+                    .map_err(|e| fail(what, e))?;
+                at += per * m;
+            }
+            self.n += m;
+        }
         Ok(())
     }
 
@@ -665,11 +883,11 @@ impl CudaBackend {
         Ok(())
     }
 
-    /// Copy the force values of both edges into the pinned staging buffers (no wait) and
-    /// record `edge_done` after them.
-    fn stage_edges(&mut self) -> Result<(), String> {
+    /// Copy the force values of both edges into the pinned staging buffers (no wait), when
+    /// `to_host`, and record `edge_done` after them (after the edge forces in any case).
+    fn stage_edges(&mut self, to_host: bool) -> Result<(), String> {
         let what = "copying edge forces to the host";
-        for side in Side::BOTH {
+        for side in Side::BOTH.into_iter().filter(|_| to_host) {
             let r = self.edges[side as usize].clone();
             if r.is_empty() {
                 continue;
@@ -684,6 +902,7 @@ impl CudaBackend {
                     .map_err(|e| fail(what, e))?;
             }
         }
+        self.edges_staged = to_host;
         self.edge_done.record(&self.stream).map_err(|e| fail(what, e))
     }
 
@@ -924,7 +1143,7 @@ impl Backend for CudaBackend {
     }
 
     fn bytes_per_particle(&self) -> usize {
-        bytes_per_particle(self.buffers, self.n, self.win.cell_count())
+        allocated_per_particle(self.buffers, self.n, self.cap, self.win.cell_count())
     }
 
     fn inner_forces_run_on(&self) -> bool {
@@ -942,59 +1161,35 @@ impl Backend for CudaBackend {
         out: &mut [ParticleState; 2],
     ) -> Result<(), Failure> {
         self.bind()?;
-        let own = self.own.clone();
-        let (first, count) = (own.start as i32, own.len() as i32);
-        if rekey && count > 0 {
-            self.reset_stats()?;
-            {
-                let mut b = self.stream.launch_builder(&self.k.rekey);
-                b.arg(&first).arg(&count).arg(&mut self.cell).arg(&mut self.pos).arg(&self.info).arg(&mut self.stats);
-                // SAFETY: argument types match rekey_kernel; first + count <= n.
-                unsafe { b.launch(cfg(own.len())) }.map_err(|e| fail("rekey_kernel", e))?;
-            }
-            let s = self.read_stats("rekey_kernel")?;
-            if s[STAT_BAD_ID] != u32::MAX {
-                return Err(Failure::Particle(self.bad_particle(s[STAT_BAD_ID], None)?));
-            }
-        }
-        // Which owned particles stay (those in this device's new window: its slice, and
-        // copies of particles it owned until now), which go to each neighbour's window.
-        let (lo, hi) = map.window(me);
-        let window = |s: Side| map.neighbour(me, s).map_or((0, 0), |d| map.window(d));
-        let ((llo, lhi), (rlo, rhi)) = (window(Side::Left), window(Side::Right));
-        let what = "classify_kernel";
-        self.stream.memset_zeros(&mut self.counters).map_err(|e| fail(what, e))?;
-        if count > 0 {
-            let mut b = self.stream.launch_builder(&self.k.classify);
-            b.arg(&first).arg(&count).arg(&lo).arg(&hi).arg(&llo).arg(&lhi).arg(&rlo).arg(&rhi);
-            b.arg(&self.cell).arg(&mut self.perm).arg(&mut self.key).arg(&mut self.counters);
-            // SAFETY: argument types match classify_kernel; the lists hold at most count
-            // indices each (the two send lists share `key` from both ends, and never
-            // overlap), count <= cap.
-            unsafe { b.launch(cfg(own.len())) }.map_err(|e| fail(what, e))?;
-        }
-        let mut c = [0u32; 4];
-        self.stream.memcpy_dtoh(&self.counters, &mut c).map_err(|e| fail(what, e))?;
-        self.stream.synchronize().map_err(|e| fail(what, e))?;
-        let (kept, left, right) = (c[0] as usize, c[1] as usize, c[2] as usize);
-        let m = own.len();
-        if left + right > m || kept > m {
-            return Err(Failure::Device(format!(
-                "{what}: {kept} kept, {left} and {right} to send of {m} owned particles"
-            )));
-        }
+        self.edges_released()?;
+        let (kept, left, right) = self.classify(map, me, rekey)?;
+        let m = self.own.len();
         out[Side::Left as usize] = self.gather_out(0..left)?;
         out[Side::Right as usize] = self.gather_out(m - right..m)?;
-        // The kept particles to the front; the copies are dropped.
-        self.permute(kept)?;
-        self.n = kept;
-        let (wl, wh) = map.window(me);
-        self.win = self.whole.windowed(wl, wh);
-        self.map = map.clone();
-        self.me = me;
-        self.own = 0..0;
-        self.edges = [0..0, 0..0];
-        Ok(())
+        self.edges_to_host = true;
+        self.finish_begin(map, me, kept)
+    }
+
+    fn rebuild_begin_peer(
+        &mut self,
+        map: &SliceMap,
+        me: usize,
+        rekey: bool,
+    ) -> Result<Option<[Option<DeviceBlock>; 2]>, Failure> {
+        self.bind()?;
+        self.edges_released()?;
+        let (kept, left, right) = self.classify(map, me, rekey)?;
+        let m = self.own.len();
+        let mut out: [Option<DeviceBlock>; 2] = [None, None];
+        for (side, list) in [(Side::Left, 0..left), (Side::Right, m - right..m)] {
+            if map.neighbour(me, side).is_some() {
+                out[side as usize] = Some(self.gather_peer(side, list)?);
+            }
+        }
+        self.finish_begin(map, me, kept)?;
+        // The edge values will go GPU to GPU too: no copies to the host from now on.
+        self.edges_to_host = false;
+        Ok(Some(out))
     }
 
     fn rebuild_end(&mut self, incoming: [ParticleState; 2]) -> Result<(), Failure> {
@@ -1017,46 +1212,57 @@ impl Backend for CudaBackend {
                 self.n += part.len();
             }
         }
-        let bins = 2 * self.win.cell_count();
-        if bins != self.bins {
-            self.stream.synchronize().map_err(|e| fail("resizing the cell table", e))?;
-            self.cell_start =
-                self.stream.alloc_zeros::<u32>(bins + 2).map_err(|e| fail("allocating the cell table", e))?;
-            self.scan = scan_levels(&self.stream, bins + 2)?;
-            self.bins = bins;
-        }
-        self.sort()?;
-        let (lo, hi) = self.map.owned(self.me);
-        let halo = self.map.halo;
-        let [own_start, left_end, right_start, own_end] = self.layer_starts([lo, lo + halo, hi - halo, hi])?;
-        self.own = own_start..own_end;
-        self.edges = [
-            match self.map.neighbour(self.me, Side::Left) {
-                Some(_) => own_start..left_end,
-                None => own_start..own_start,
-            },
-            match self.map.neighbour(self.me, Side::Right) {
-                Some(_) => right_start..own_end,
-                None => own_end..own_end,
-            },
-        ];
-        self.size_stages()?;
+        self.finish_end()?;
         // The incoming states are dropped here, after the device is done with them.
         drop(incoming);
         Ok(())
+    }
+
+    fn rebuild_end_peer(&mut self, incoming: [Option<DeviceBlock>; 2]) -> Result<(), Failure> {
+        self.bind()?;
+        let conserved = self.buffers.and(BufferSet::conserved());
+        let mut blocks: [Option<Box<RebuildBlock>>; 2] = [None, None];
+        for (slot, b) in blocks.iter_mut().zip(incoming) {
+            if let Some(b) = b {
+                let b = b.downcast::<RebuildBlock>().map_err(|_| {
+                    Failure::Device("particles from a neighbour in a block that is not a CUDA device's".into())
+                })?;
+                if b.count > 0 && b.buffers != conserved {
+                    return Err(Failure::Device(format!(
+                        "particles from a neighbour hold the buffers [{}], this case needs [{}]",
+                        buffers::names(b.buffers),
+                        buffers::names(conserved)
+                    )));
+                }
+                *slot = Some(b);
+            }
+        }
+        let total = self.n + blocks.iter().flatten().map(|b| b.count).sum::<usize>();
+        self.ensure_capacity(total)?;
+        // Left, then right, after the kept particles, as `rebuild_end` uploads them. The
+        // blocks (hence the senders' staging buffers) are released only once the copies are
+        // over, errors included (see `crate::peer`).
+        let queued = self.take_particles(&blocks);
+        let synced = self.stream.synchronize().map_err(|e| fail("copying particles from a neighbour's GPU", e));
+        drop(blocks);
+        queued?;
+        synced?;
+        self.finish_end()
     }
 
     fn forces(&mut self, part: Part) -> Result<(), Failure> {
         self.bind()?;
         match part {
             Part::Edges => {
+                self.edges_released()?;
                 self.reset_stats()?;
                 let [l, r] = self.edges.clone();
                 self.launch_forces(l)?;
                 self.launch_forces(r)?;
-                // The edges' values go to pinned memory before the inner part is launched,
-                // so `edge_forces` waits for the edges alone.
-                self.stage_edges()?;
+                // The edges' values go to pinned memory (unless they go GPU to GPU) before the
+                // inner part is launched, so `edge_forces` waits for the edges alone.
+                self.edges_staged = false;
+                self.stage_edges(self.edges_to_host)?;
             }
             Part::Inner => {
                 let inner = self.edges[0].end..self.edges[1].start;
@@ -1075,9 +1281,17 @@ impl Backend for CudaBackend {
     fn edge_forces(&mut self, side: Side, out: &mut Vec<[f32; 4]>) -> Result<(), Failure> {
         self.bind()?;
         let what = "copying edge forces to the host";
+        out.clear();
+        if self.edges[side as usize].is_empty() {
+            return Ok(());
+        }
+        if !self.edges_staged {
+            // The last pass sent them GPU to GPU: stage them now (behind the inner forces).
+            self.edges_to_host = true;
+            self.stage_edges(true)?;
+        }
         self.edge_done.synchronize().map_err(|e| fail(what, e))?;
         let words = 4 * self.values_per_particle() * self.edges[side as usize].len();
-        out.clear();
         if words > 0 {
             let stage = self.edge_stage[side as usize].as_slice().map_err(|e| fail(what, e))?;
             out.extend_from_slice(bytemuck::cast_slice(&stage[..words]));
@@ -1118,6 +1332,61 @@ impl Backend for CudaBackend {
         Ok(())
     }
 
+    fn edge_forces_peer(&mut self, side: Side) -> Result<Option<DeviceBlock>, Failure> {
+        self.bind()?;
+        // From the next pass on, the values stay on the GPU.
+        self.edges_to_host = false;
+        let r = self.edges[side as usize].clone();
+        let at = |b: &CudaSlice<u32>| b.device_ptr(&self.stream).0 + 16 * r.start as u64;
+        Ok(Some(Box::new(EdgeBlock {
+            ctx: self.ctx.clone(),
+            done: self.edge_done.clone(),
+            force: at(&self.force),
+            shift: self.shift.as_ref().map(at),
+            count: r.len(),
+        })))
+    }
+
+    fn set_copy_forces_peer(&mut self, side: Side, block: DeviceBlock) -> Result<(), Failure> {
+        self.bind()?;
+        let b = block.downcast::<EdgeBlock>().map_err(|_| {
+            Failure::Device(format!("force values from the {side:?} neighbour in a block that is not a CUDA device's"))
+        })?;
+        let r = self.copies(side);
+        if b.count != r.len() || b.shift.is_some() != self.shift.is_some() {
+            return Err(Failure::Device(format!(
+                "{} force values{} for the {} copies from the {side:?} neighbour",
+                b.count,
+                if b.shift.is_some() { " with shifting" } else { "" },
+                r.len()
+            )));
+        }
+        if r.is_empty() {
+            return Ok(());
+        }
+        let what = "copying forces from a neighbour's GPU";
+        self.reach(&b.ctx)?;
+        // Behind the neighbour's edge forces; the block (so the neighbour's right to rewrite
+        // its values) is released only once the copy is over (see `crate::peer`).
+        let queued = (|| {
+            self.stream.wait(&b.done)?;
+            let bytes = 16 * r.len();
+            let dst = self.force.device_ptr(&self.stream).0 + 16 * r.start as u64;
+            // SAFETY: both ranges hold `bytes` bytes (same particle count, 4 words each); the
+            // sender keeps its values until the block is dropped, after the synchronisation.
+            unsafe { peer::copy(&self.stream, dst, &b.ctx, b.force, bytes) }?;
+            if let (Some(d), Some(src)) = (self.shift.as_ref(), b.shift) {
+                let dst = d.device_ptr(&self.stream).0 + 16 * r.start as u64;
+                // SAFETY: as above.
+                unsafe { peer::copy(&self.stream, dst, &b.ctx, src, bytes) }?;
+            }
+            Ok(())
+        })();
+        let synced = self.stream.synchronize();
+        drop(b);
+        queued.and(synced).map_err(|e| Failure::Device(fail(what, e)))
+    }
+
     fn update(&mut self, which: Update, dt: f64) -> Result<UpdateStats, Failure> {
         self.bind()?;
         self.try_update(which, dt)
@@ -1135,6 +1404,7 @@ impl Backend for CudaBackend {
 
     fn import_state(&mut self, state: ParticleState) -> Result<(), String> {
         self.bind()?;
+        self.edges_released().map_err(|f| f.to_string())?;
         self.try_import(state)
     }
 }

@@ -1,15 +1,18 @@
 //! surge-cuda: the CUDA execution role. A device's whole step runs on its GPU: cell keys,
 //! counting sort (own scan), cell ranges, forces, updates, reductions and gauges; particles
 //! come back to the host only for output, for the neighbours at a rebuild, and the edge
-//! forces each step (through pinned buffers). Kernels (kernels/*.cu, embedded) are
+//! forces each step (through pinned buffers), unless the neighbour is a GPU of the same
+//! process: then both go GPU to GPU (peer copies). Kernels (kernels/*.cu, embedded) are
 //! compiled at start-up with NVRTC for the case's options and the GPU's architecture.
 #![warn(missing_docs)]
 
 mod backend;
 pub mod compile;
+mod peer;
 mod probe;
 
 pub use backend::{bytes_per_particle, CudaBackend};
+pub use peer::peer_access;
 pub use probe::{driver_present, gpus, nvrtc_present, nvrtc_version, GpuInfo};
 
 /// The whole grid the CUDA backend keys a case on (half-support cells, reach 2): what the

@@ -16,7 +16,7 @@ pub struct GpuInfo {
     pub compute_capability: (i32, i32),
 }
 
-fn no_panic<T>(f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+pub(crate) fn no_panic<T>(f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|p| {
         let m = p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()));
         Err(m.unwrap_or_else(|| "the CUDA library panicked".into()))

@@ -1,8 +1,9 @@
 //! Several CUDA devices give bitwise the particles of one (needs a GPU; both "devices" run
-//! on GPU 0, each a backend of its own). Skipped without a GPU unless `SURGE_REQUIRE_GPU`
-//! is set.
+//! on GPU 0, each a backend of its own), through the host and GPU to GPU (device blocks;
+//! with two GPUs, the second device runs on GPU 1 there, so the copies are peer copies).
+//! Skipped without a GPU unless `SURGE_REQUIRE_GPU` is set.
 
-use surge_core::backend::{Backend, Part, Snapshot, Update};
+use surge_core::backend::{Backend, DeviceBlock, Part, Snapshot, Update};
 use surge_core::buffers::ParticleState;
 use surge_core::config::Scheme;
 use surge_core::decomp::{Side, SliceMap};
@@ -27,42 +28,58 @@ min = [0.0, 0.0]
 max = [2.0, 0.8]
 "#;
 
-/// One step of the plan over devices `devs` side by side (neighbours by index).
-fn forces<B: Backend>(devs: &mut [B]) {
+/// One force pass over devices `devs` side by side (neighbours by index), the edge values
+/// through the host or, when `peer`, GPU to GPU.
+fn forces<B: Backend>(devs: &mut [B], peer: bool) {
     let n = devs.len();
     for d in devs.iter_mut() {
         d.forces(Part::Edges).unwrap();
     }
     let mut edges: Vec<[Vec<[f32; 4]>; 2]> = Vec::new();
-    for d in devs.iter_mut() {
+    let mut blocks: Vec<[Option<DeviceBlock>; 2]> = Vec::new();
+    for (i, d) in devs.iter_mut().enumerate() {
         let mut e = [Vec::new(), Vec::new()];
+        let mut b = [None, None];
         for s in Side::BOTH {
-            d.edge_forces(s, &mut e[s as usize]).unwrap();
+            let neighbour = match s {
+                Side::Left => i > 0,
+                Side::Right => i + 1 < n,
+            };
+            if peer && neighbour {
+                b[s as usize] = Some(d.edge_forces_peer(s).unwrap().expect("CUDA gives device blocks"));
+            } else {
+                d.edge_forces(s, &mut e[s as usize]).unwrap();
+            }
         }
         edges.push(e);
+        blocks.push(b);
     }
     for d in devs.iter_mut() {
         d.forces(Part::Inner).unwrap();
     }
     for (i, d) in devs.iter_mut().enumerate() {
-        if i > 0 {
-            d.set_copy_forces(Side::Left, &edges[i - 1][Side::Right as usize]).unwrap();
-        }
-        if i + 1 < n {
-            d.set_copy_forces(Side::Right, &edges[i + 1][Side::Left as usize]).unwrap();
+        for (s, j) in [(Side::Left, i.wrapping_sub(1)), (Side::Right, i + 1)] {
+            if j >= n {
+                continue;
+            }
+            let from = s.opposite() as usize;
+            match blocks[j][from].take() {
+                Some(b) => d.set_copy_forces_peer(s, b).unwrap(),
+                None => d.set_copy_forces(s, &edges[j][from]).unwrap(),
+            }
         }
         d.force_stats().unwrap();
     }
 }
 
-fn step<B: Backend>(devs: &mut [B], scheme: Scheme, dt: f64) {
-    forces(devs);
+fn step<B: Backend>(devs: &mut [B], scheme: Scheme, dt: f64, peer: bool) {
+    forces(devs, peer);
     match scheme {
         Scheme::Symplectic => {
             devs.iter_mut().for_each(|d| {
                 d.update(Update::Predictor, dt).unwrap();
             });
-            forces(devs);
+            forces(devs, peer);
             devs.iter_mut().for_each(|d| {
                 d.update(Update::Corrector, dt).unwrap();
             });
@@ -73,14 +90,26 @@ fn step<B: Backend>(devs: &mut [B], scheme: Scheme, dt: f64) {
     }
 }
 
-fn rebuild<B: Backend>(devs: &mut [B], map: &SliceMap, rekey: bool) {
+fn rebuild<B: Backend>(devs: &mut [B], map: &SliceMap, rekey: bool, peer: bool) {
+    let n = devs.len();
+    if peer {
+        let mut out: Vec<[Option<DeviceBlock>; 2]> = Vec::new();
+        for (i, d) in devs.iter_mut().enumerate() {
+            out.push(d.rebuild_begin_peer(map, i, rekey).unwrap().expect("CUDA gives device blocks"));
+        }
+        for (i, d) in devs.iter_mut().enumerate() {
+            let from_left = if i > 0 { out[i - 1][Side::Right as usize].take() } else { None };
+            let from_right = if i + 1 < n { out[i + 1][Side::Left as usize].take() } else { None };
+            d.rebuild_end_peer([from_left, from_right]).unwrap();
+        }
+        return;
+    }
     let mut out: Vec<[ParticleState; 2]> = Vec::new();
     for (i, d) in devs.iter_mut().enumerate() {
         let mut o = [ParticleState::default(), ParticleState::default()];
         d.rebuild_begin(map, i, rekey, &mut o).unwrap();
         out.push(o);
     }
-    let n = devs.len();
     for (i, d) in devs.iter_mut().enumerate() {
         let set = out[i][0].buffers();
         let empty = || ParticleState::empty(set, d.grid());
@@ -116,12 +145,18 @@ fn by_id<B: Backend>(devs: &mut [B]) -> Snapshot {
 #[test]
 fn two_devices_give_the_particles_of_one_bitwise() {
     let required = std::env::var_os("SURGE_REQUIRE_GPU").is_some();
-    if let Err(e) = surge_cuda::gpus().and_then(|_| surge_cuda::nvrtc_version()) {
-        assert!(!required, "a GPU is required here: {e}");
-        eprintln!("skipped: {e}");
-        return;
-    }
-    for scheme in ["symplectic", "verlet"] {
+    let gpus = match surge_cuda::gpus().and_then(|g| surge_cuda::nvrtc_version().map(|_| g.len())) {
+        Ok(g) => g,
+        Err(e) => {
+            assert!(!required, "a GPU is required here: {e}");
+            eprintln!("skipped: {e}");
+            return;
+        }
+    };
+    for (scheme, peer) in [("symplectic", false), ("verlet", false), ("symplectic", true), ("verlet", true)] {
+        // GPU to GPU, the second device on another GPU where there is one.
+        let second = if peer { gpus.min(2) - 1 } else { 0 };
+        let what = if peer { format!("{scheme}, GPU to GPU (GPUs 0 and {second})") } else { scheme.to_string() };
         let case = Case::from_str(DAM, &[format!("time.scheme=\"{scheme}\"")]).unwrap();
         let filled = fill(&case);
         let mut one = vec![CudaBackend::new(&case, &filled, 0).unwrap()];
@@ -131,30 +166,31 @@ fn two_devices_give_the_particles_of_one_bitwise() {
         let mut weights = vec![0u64; whole.layers() as usize];
         (0..filled.len()).for_each(|i| weights[layer(i) as usize] += 1);
         let mut map = SliceMap::balanced(&weights, 2, whole.reach).unwrap();
-        let mut two: Vec<CudaBackend> =
-            (0..2).map(|d| CudaBackend::new(&case, &filled.subset(|i| map.owner(layer(i)) == d), 0).unwrap()).collect();
-        rebuild(&mut two, &map, true);
+        let mut two: Vec<CudaBackend> = (0..2)
+            .map(|d| CudaBackend::new(&case, &filled.subset(|i| map.owner(layer(i)) == d), d * second).unwrap())
+            .collect();
+        rebuild(&mut two, &map, true, peer);
         assert_eq!(two.iter().map(|d| d.len()).sum::<usize>(), filled.len());
         let solo = SliceMap::single(whole.layers(), whole.reach);
         let dt = case.initial_dt();
         for s in 0..60 {
-            step(&mut one, case.scheme, dt);
-            step(&mut two, case.scheme, dt);
+            step(&mut one, case.scheme, dt, false);
+            step(&mut two, case.scheme, dt, peer);
             if s % 10 == 9 {
-                rebuild(&mut one, &solo, true);
+                rebuild(&mut one, &solo, true, false);
                 // Every other rebuild the boundary moves by a layer (the load balancer).
                 if s % 20 == 19 {
                     map.bounds[1] += if s % 40 == 19 { 1 } else { -1 };
                 }
-                rebuild(&mut two, &map, true);
+                rebuild(&mut two, &map, true, peer);
             }
         }
         let (a, b) = (by_id(&mut one), by_id(&mut two));
-        assert_eq!(a.id, b.id, "{scheme}: the same particles");
+        assert_eq!(a.id, b.id, "{what}: the same particles");
         for i in 0..a.len() {
             assert!(
                 a.pos[i] == b.pos[i] && a.vel[i] == b.vel[i] && a.rho[i].to_bits() == b.rho[i].to_bits(),
-                "{scheme}: particle {} differs: {:?} {:?} / {:?} {:?}",
+                "{what}: particle {} differs: {:?} {:?} / {:?} {:?}",
                 a.id[i],
                 a.pos[i],
                 a.vel[i],
@@ -175,7 +211,7 @@ fn two_devices_give_the_particles_of_one_bitwise() {
         }
         assert_eq!(st.len(), filled.len());
         one[0].import_state(st.clone()).unwrap();
-        rebuild(&mut one, &solo, false);
+        rebuild(&mut one, &solo, false, false);
         let mut back = ParticleState::default();
         one[0].export_state(&mut back).unwrap();
         let order = |s: &ParticleState| {

@@ -10,6 +10,7 @@
 use crate::cluster::{tag, Cluster, Single};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Arc;
+use surge_core::backend::DeviceBlock;
 use surge_core::buffers::{BufferSet, ParticleState};
 use surge_core::decomp::Side;
 
@@ -20,6 +21,11 @@ pub enum Packet {
     Particles(ParticleState),
     /// Force values of an edge ([`surge_core::backend::Backend::edge_forces`]).
     Forces(Vec<[f32; 4]>),
+    /// Particles or force values left in the sender's device memory, for the receiver's
+    /// backend to copy device to device ([`surge_core::backend::Backend::rebuild_begin_peer`],
+    /// [`surge_core::backend::Backend::edge_forces_peer`]). Only between devices of one
+    /// process ([`Exchange::same_process`]).
+    Device(DeviceBlock),
     /// The sender failed in this stage; the failure is reported at the next reduction.
     Failed,
 }
@@ -30,6 +36,7 @@ impl Packet {
         match self {
             Packet::Particles(_) => "particles",
             Packet::Forces(_) => "forces",
+            Packet::Device(_) => "device block",
             Packet::Failed => "failure notice",
         }
     }
@@ -41,6 +48,11 @@ pub trait Exchange: Send {
     fn device(&self) -> usize;
     /// Number of devices.
     fn devices(&self) -> usize;
+    /// True when the neighbours are devices of this process, so [`Packet::Device`] may be
+    /// sent (their memory is reachable from here); false by default.
+    fn same_process(&self) -> bool {
+        false
+    }
     /// Send to the neighbour on `side` (never blocks on the receiver).
     fn send(&mut self, side: Side, p: Packet) -> Result<(), String>;
     /// Receive the next packet from the neighbour on `side` (blocks).
@@ -214,6 +226,11 @@ impl Exchange for Local {
     fn devices(&self) -> usize {
         self.n
     }
+    /// Every device of the run in this process (no MPI ranks): device-to-device transfers
+    /// are then used on every link, or on none (both ends of a link must agree).
+    fn same_process(&self) -> bool {
+        self.cluster.size() == 1
+    }
     fn send(&mut self, side: Side, p: Packet) -> Result<(), String> {
         if let Some(rank) = self.remote[side as usize] {
             self.cluster.send(rank, Self::tag_to(side), encode(&p));
@@ -257,7 +274,8 @@ impl Exchange for Local {
 /// (postcard header: buffer set and count; then each held buffer's raw bytes).
 pub fn encode(p: &Packet) -> Vec<u8> {
     match p {
-        Packet::Failed => vec![0],
+        // Device blocks never cross ranks (`same_process` is false there): a failure.
+        Packet::Failed | Packet::Device(_) => vec![0],
         Packet::Forces(v) => {
             let mut out = vec![1];
             out.extend_from_slice(bytemuck::cast_slice(v));

@@ -9,7 +9,7 @@
 use crate::exchange::{Exchange, Packet};
 use crate::simulation::StepState;
 use std::time::Instant;
-use surge_core::backend::{Backend, Failure, ForceStats, Part};
+use surge_core::backend::{Backend, DeviceBlock, Failure, ForceStats, Part};
 use surge_core::buffers::ParticleState;
 use surge_core::decomp::{Move, Side, SliceMap};
 use surge_core::step::{plan, time_step, Stage};
@@ -73,6 +73,9 @@ pub(crate) struct Worker {
     /// A neighbour sent a failure notice, or a link broke.
     peer_failed: bool,
     edge_buf: Vec<[f32; 4]>,
+    /// Whether the exchanges stay on the devices ([`Packet::Device`]): None until the first
+    /// rebuild asks the backend, then fixed. Only over links within this process.
+    peer: Option<bool>,
 }
 
 impl Worker {
@@ -94,6 +97,7 @@ impl Worker {
             failed: None,
             peer_failed: false,
             edge_buf: Vec::new(),
+            peer: None,
         }
     }
 
@@ -169,29 +173,70 @@ impl Worker {
         let t0 = Instant::now();
         let map = self.pending.take().unwrap_or_else(|| self.map.clone());
         let me = self.me();
-        let mut out = [ParticleState::default(), ParticleState::default()];
-        self.call(|b| b.rebuild_begin(&map, me, rekey, &mut out));
+        // Device to device between GPUs of this process when the backend supports it (its
+        // answer is the same at every rebuild, and the same on every device of a team, whose
+        // backends are all of one kind); else through host states.
+        let mut blocks: [Option<Packet>; 2] = [None, None];
+        if self.peer != Some(false) && self.ex.same_process() {
+            match self.call(|b| b.rebuild_begin_peer(&map, me, rekey)) {
+                Some(Some(out)) => {
+                    self.peer = Some(true);
+                    blocks = out.map(|b| b.map(Packet::Device));
+                }
+                Some(None) => self.peer = Some(false),
+                // Broken: the sends below are failure notices.
+                None => {}
+            }
+        }
+        if self.peer != Some(true) {
+            let mut out = [ParticleState::default(), ParticleState::default()];
+            self.call(|b| b.rebuild_begin(&map, me, rekey, &mut out));
+            blocks = out.map(|p| Some(Packet::Particles(p)));
+        }
         let old = std::mem::replace(&mut self.map, map);
         let t1 = Instant::now();
         // Neighbours of the new map (a device keeps its neighbours: boundaries move, devices
         // do not); send first, then receive, so no pair waits on the other.
         let sides: Vec<Side> = self.neighbours().collect();
-        let [left, right] = out;
-        for (side, p) in [(Side::Left, left), (Side::Right, right)] {
+        for side in Side::BOTH {
             if sides.contains(&side) {
-                self.send(side, Packet::Particles(p));
+                let p = match blocks[side as usize].take() {
+                    Some(p) => p,
+                    None => {
+                        if !self.broken() {
+                            self.fail(Failure::Device(format!(
+                                "the backend gave no particles for the {side:?} neighbour"
+                            )));
+                        }
+                        Packet::Failed
+                    }
+                };
+                self.send(side, p);
             }
         }
+        // What was made for a side without a neighbour (host states) is dropped here.
+        drop(blocks);
         let mut incoming = [ParticleState::default(), ParticleState::default()];
+        let mut incoming_dev: [Option<DeviceBlock>; 2] = [None, None];
+        let peer = self.peer == Some(true);
         for &side in &sides {
             match self.recv(side) {
-                Some(Packet::Particles(p)) => incoming[side as usize] = p,
-                Some(p) => self.fail(Failure::Device(format!("expected particles, got {}", p.kind()))),
+                Some(Packet::Particles(p)) if !peer => incoming[side as usize] = p,
+                Some(Packet::Device(b)) if peer => incoming_dev[side as usize] = Some(b),
+                Some(p) => self.fail(Failure::Device(format!(
+                    "expected {}, got {}",
+                    if peer { "a device block" } else { "particles" },
+                    p.kind()
+                ))),
                 None => {}
             }
         }
         self.times.exchange += t1.elapsed().as_secs_f64();
-        self.call(|b| b.rebuild_end(incoming));
+        if peer {
+            self.call(|b| b.rebuild_end_peer(incoming_dev));
+        } else {
+            self.call(|b| b.rebuild_end(incoming));
+        }
         // Moves of this device's own boundaries.
         self.moves +=
             (old.bounds[me] != self.map.bounds[me]) as u64 + (old.bounds[me + 1] != self.map.bounds[me + 1]) as u64;
@@ -213,6 +258,21 @@ impl Worker {
         // inner part meanwhile, exposed otherwise.
         let t = Instant::now();
         for side in self.neighbours().collect::<Vec<_>>() {
+            // Device to device when the backend leaves the values there (the neighbour copies
+            // them after waiting on this device's edges), else through the host.
+            if self.peer == Some(true) {
+                match self.call(|b| b.edge_forces_peer(side)) {
+                    Some(Some(block)) => {
+                        self.send(side, Packet::Device(block));
+                        continue;
+                    }
+                    Some(None) => {}
+                    None => {
+                        self.send(side, Packet::Failed);
+                        continue;
+                    }
+                }
+            }
             let mut buf = std::mem::take(&mut self.edge_buf);
             self.call(|b| b.edge_forces(side, &mut buf));
             self.send(side, Packet::Forces(buf));
@@ -230,6 +290,11 @@ impl Worker {
                 Some(Packet::Forces(v)) => {
                     self.call(|b| b.set_copy_forces(side, &v));
                     self.edge_buf = v;
+                }
+                // Returns once the copy is done: the sender may overwrite the values after
+                // the next reduction, which this device reaches only after this.
+                Some(Packet::Device(block)) => {
+                    self.call(|b| b.set_copy_forces_peer(side, block));
                 }
                 Some(p) => self.fail(Failure::Device(format!("expected forces, got {}", p.kind()))),
                 None => {}
