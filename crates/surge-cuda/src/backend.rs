@@ -187,6 +187,12 @@ fn cfg(threads: usize) -> LaunchConfig {
     }
 }
 
+/// Words of one buffer's segment in a staging buffer: `per * m`, rounded up to 4 words so
+/// the next segment starts 16-byte aligned (the 16-byte gathers write `uint4`s).
+fn segment_words(per: usize, m: usize) -> usize {
+    (per * m).next_multiple_of(4)
+}
+
 /// Device bytes per particle held for a case's buffer set on a device alone: the set (no
 /// pressure buffer: the GPU computes pressure where it is used) for each particle, and the
 /// cell table (two bins per cell, plus two). In a team the buffers grow with headroom
@@ -633,7 +639,7 @@ impl CudaBackend {
         let what = "copying particles for a neighbour's GPU";
         let want = self.buffers.and(BufferSet::conserved());
         let m = list.len();
-        let words = m * want.iter().map(|id| id.elem_bytes() / 4).sum::<usize>();
+        let words = want.iter().map(|id| segment_words(id.elem_bytes() / 4, m)).sum::<usize>();
         let slot = &mut self.peer_out[side as usize];
         let reusable = slot.as_mut().and_then(Arc::get_mut).is_some_and(|st| st.buf.len() >= words);
         if !reusable {
@@ -663,7 +669,7 @@ impl CudaBackend {
                 // holds m indices below n, the view holds per * m words.
                 unsafe { b.launch(cfg(m)) }.map_err(|e| fail(what, e))?;
             }
-            at += per * m;
+            at += segment_words(per, m);
         }
         st.ready.record(stream).map_err(|e| fail(what, e))?;
         Ok(Box::new(RebuildBlock { ctx: ctx.clone(), staging: held.clone(), count: m, buffers: want }))
@@ -693,7 +699,7 @@ impl CudaBackend {
                 // over.
                 unsafe { peer::copy(&stream, dst, &b.ctx, src + 4 * at as u64, 4 * per * m) }
                     .map_err(|e| fail(what, e))?;
-                at += per * m;
+                at += segment_words(per, m);
             }
             self.n += m;
         }
