@@ -3,8 +3,12 @@
 # for a GPU host that has no Rust toolchain; run scripts/gpu_check.sh there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release
 mkdir -p .device
+# The MPI build first (its binary is kept as surge-mpi), then the default one.
+if cargo build --release --features mpi; then
+    cp target/release/surge .device/surge-mpi
+fi
+cargo build --release
 cp target/release/surge .device/
 cargo test --release --workspace --no-run --message-format=json 2>/dev/null \
     | python3 -c '

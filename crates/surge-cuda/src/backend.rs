@@ -535,6 +535,10 @@ impl CudaBackend {
                 return Err(Failure::Particle(self.bad_particle(s[STAT_BAD_ID], None)?));
             }
         }
+        // A device alone keeps every particle where it is (its window is the whole grid).
+        if map.devices() == 1 && own == (0..self.n) {
+            return Ok((own.len(), 0, 0));
+        }
         let (lo, hi) = map.window(me);
         let window = |s: Side| map.neighbour(me, s).map_or((0, 0), |d| map.window(d));
         let ((llo, lhi), (rlo, rhi)) = (window(Side::Left), window(Side::Right));
@@ -565,7 +569,11 @@ impl CudaBackend {
     /// Last part of a rebuild's first half, once the particles to send are gathered: the
     /// `kept` particles to the front, the copies dropped, the new map taken.
     fn finish_begin(&mut self, map: &SliceMap, me: usize, kept: usize) -> Result<(), Failure> {
-        self.permute(kept)?;
+        // Every particle kept (no copies held, none leaving): they are the kept set already,
+        // and the sort orders them.
+        if !(self.own == (0..self.n) && kept == self.n) {
+            self.permute(kept)?;
+        }
         self.n = kept;
         let (wl, wh) = map.window(me);
         self.win = self.whole.windowed(wl, wh);

@@ -149,9 +149,10 @@ pub mod mpi_cluster {
         threading: Threading,
         /// Held around every MPI call unless the library is fully thread-safe.
         lock: Option<Arc<Mutex<()>>>,
-        /// Sends go through one thread, so a device never waits for its neighbour to
-        /// receive before it can receive itself (large messages are not buffered by MPI).
-        sender: Mutex<Option<(Sender<Outgoing>, JoinHandle<()>)>>,
+        /// Sends go through a thread per destination rank, so a device never waits for its
+        /// neighbour to receive before it can receive itself (large messages are not
+        /// buffered by MPI), and one slow receiver holds up no other.
+        senders: Mutex<Vec<(usize, Sender<Outgoing>, JoinHandle<()>)>>,
     }
 
     // SAFETY: MPI handles are plain handles; concurrent use is what MPI_THREAD_MULTIPLE
@@ -175,15 +176,32 @@ pub mod mpi_cluster {
                 );
             }
             let lock = (threading != Threading::Multiple).then(|| Arc::new(Mutex::new(())));
+            Arc::new(Mpi {
+                universe: Mutex::new(Some(universe)),
+                world,
+                node,
+                threading,
+                lock,
+                senders: Mutex::new(Vec::new()),
+            })
+        }
+
+        /// The sending thread for rank `to`, started on first use: one per destination, so
+        /// a large message waiting for one neighbour to receive never holds up another.
+        fn sender(&self, to: usize) -> Sender<Outgoing> {
+            let mut senders = self.senders.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some((_, tx, _)) = senders.iter().find(|(r, _, _)| *r == to) {
+                return tx.clone();
+            }
             let (tx, rx) = channel::<Outgoing>();
-            let lock2 = lock.clone();
+            let lock = self.lock.clone();
             let thread = std::thread::Builder::new()
-                .name("surge-mpi-send".into())
+                .name(format!("surge-mpi-send-{to}"))
                 .spawn(move || {
                     let world = SimpleCommunicator::world();
-                    for (to, tag, bytes) in rx {
-                        let p = world.process_at_rank(to as i32);
-                        match &lock2 {
+                    let p = world.process_at_rank(to as i32);
+                    for (_, tag, bytes) in rx {
+                        match &lock {
                             None => p.send_with_tag(&bytes[..], tag),
                             Some(l) => mpi::request::scope(|s| {
                                 let mut req = {
@@ -205,15 +223,9 @@ pub mod mpi_cluster {
                         }
                     }
                 })
-                .expect("the MPI send thread starts");
-            Arc::new(Mpi {
-                universe: Mutex::new(Some(universe)),
-                world,
-                node,
-                threading,
-                lock,
-                sender: Mutex::new(Some((tx, thread))),
-            })
+                .expect("an MPI send thread starts");
+            senders.push((to, tx.clone(), thread));
+            tx
         }
 
         fn locked<T>(&self, f: impl FnOnce() -> T) -> T {
@@ -267,9 +279,7 @@ pub mod mpi_cluster {
             }
         }
         fn send(&self, to: usize, tag: i32, bytes: Vec<u8>) {
-            if let Some((tx, _)) = self.sender.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
-                let _ = tx.send((to, tag, bytes));
-            }
+            let _ = self.sender(to).send((to, tag, bytes));
         }
         fn recv(&self, from: usize, tag: i32) -> Vec<u8> {
             let p = self.world.process_at_rank(from as i32);
@@ -291,7 +301,8 @@ pub mod mpi_cluster {
             self.world.abort(code)
         }
         fn finish(&self) {
-            if let Some((tx, thread)) = self.sender.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            let senders = std::mem::take(&mut *self.senders.lock().unwrap_or_else(|p| p.into_inner()));
+            for (_, tx, thread) in senders {
                 drop(tx);
                 let _ = thread.join();
             }
