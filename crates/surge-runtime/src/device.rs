@@ -247,8 +247,8 @@ pub fn simulation_on(case: &Case, req: &DeviceRequest, cluster: Arc<dyn Cluster>
     let last = grid.layers() - 1;
     let layer: Vec<i32> = filled.pos.iter().map(|&x| grid.locate(x).0[axis].clamp(0, last)).collect();
     let mut weights = vec![0u64; grid.layers() as usize];
-    for &l in &layer {
-        weights[l as usize] += 1;
+    for (&l, &k) in layer.iter().zip(&filled.kind) {
+        weights[l as usize] += surge_core::decomp::cost_weight(k as u32);
     }
     let map = SliceMap::balanced(&weights, n, grid.reach)?;
     let threads = threads_each(req.threads, k);

@@ -259,8 +259,8 @@ impl Team {
         let axis = self.grid.split_axis();
         let layers = self.grid.layers();
         let mut weights = vec![0u64; layers as usize];
-        for c in &particles.arrays().cell {
-            weights[c[axis] as usize] += 1;
+        for (c, i) in particles.arrays().cell.iter().zip(&particles.arrays().info) {
+            weights[c[axis] as usize] += surge_core::decomp::cost_weight(i[1]);
         }
         let (k, first) = (self.handles.len(), self.first);
         let map = SliceMap::balanced(&weights, k * self.cluster.size(), self.grid.reach)?;
