@@ -277,13 +277,17 @@ pub fn encode(p: &Packet) -> Vec<u8> {
         // Device blocks never cross ranks (`same_process` is false there): a failure.
         Packet::Failed | Packet::Device(_) => vec![0],
         Packet::Forces(v) => {
-            let mut out = vec![1];
+            let mut out = Vec::with_capacity(1 + 16 * v.len());
+            out.push(1);
             out.extend_from_slice(bytemuck::cast_slice(v));
             out
         }
         Packet::Particles(s) => {
-            let mut out = vec![2];
             let head = postcard::to_stdvec(&(s.buffers().0, s.len() as u64)).expect("a header serialises");
+            let body: usize = s.buffers().iter().map(|b| s.bytes(b).len()).sum();
+            // One allocation: rebuild messages run to tens of MB.
+            let mut out = Vec::with_capacity(5 + head.len() + body);
+            out.push(2);
             out.extend_from_slice(&(head.len() as u32).to_le_bytes());
             out.extend_from_slice(&head);
             for b in s.buffers().iter() {
