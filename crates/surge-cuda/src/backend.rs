@@ -1436,7 +1436,7 @@ impl Interpolate for CudaBackend {
 
 #[cfg(test)]
 mod tests {
-    use super::{bytes_per_particle, capacity_for, fits};
+    use super::{allocated_per_particle, bytes_per_particle, capacity_for, fits};
     use surge_core::buffers::{BufferId, BufferSet};
 
     #[test]
@@ -1456,8 +1456,10 @@ mod tests {
         let set = BufferSet::all();
         let on_gpu = set.bytes_per_particle() - BufferId::Press.elem_bytes();
         let n = 1_000_000;
-        let b = bytes_per_particle(set, n, 0);
-        // 1.3 times the buffers (plus 1024 particles' worth), and the two table words.
+        // A device alone: its buffers and the two table words.
+        assert!(bytes_per_particle(set, n, 0) <= on_gpu + 1);
+        // In a team: 1.3 times the buffers (plus 1024 particles' worth).
+        let b = allocated_per_particle(set, n, capacity_for(n), 0);
         assert!(b >= (on_gpu * 13).div_ceil(10) && b <= (on_gpu * 13).div_ceil(10) + 2, "{b} for {on_gpu}");
     }
 }
