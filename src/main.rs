@@ -29,7 +29,10 @@ const EXIT_INTERRUPTED: u8 = 3;
     long_about = "Weakly-compressible SPH free-surface flow simulator.\n\n\
         A case is a TOML file (see configs/). `surge check CASE` validates it and prints what \
         would run; `surge run CASE` runs it and writes ParaView frames (.vtu + .pvd), gauges.csv \
-        and summary.json into out/<case name> (or --out)."
+        and summary.json into out/<case name> (or --out).\n\n\
+        Several devices: `--devices 0,1,2,3` (GPUs) or `--backend cpu --workers 4`; across nodes, a \
+        `--features mpi` build under `mpirun -n N` or `srun` (see slurm/). The results are bitwise \
+        those of one device."
 )]
 struct Cli {
     #[command(subcommand)]
