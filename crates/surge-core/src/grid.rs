@@ -262,3 +262,43 @@ impl Grid {
         s
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn grid() -> Grid {
+        let case = Case::from_str(
+            "dp = 0.1\n[domain]\nmin = [0.0, 0.0]\nmax = [3.0, 1.0]\n[physics]\nbody_force = [0.0, -9.81]\n[time]\nend = 1.0\n\
+             [[fluid]]\nmin = [0.0, 0.0]\nmax = [3.0, 0.5]\n",
+            &[],
+        )
+        .unwrap();
+        Grid::new(&case, 0).unwrap()
+    }
+
+    #[test]
+    fn a_window_keys_its_layers_from_zero_and_hides_the_others() {
+        let g = grid();
+        assert_eq!(g.split_axis(), 0);
+        let n = g.layers();
+        assert_eq!(g.window, (0, n));
+        let w = g.windowed(3, 7);
+        assert_eq!(w.cell_count(), 4 * w.layer_cells());
+        assert_eq!(w.whole(), g);
+        // Linear indices count from the window's first layer, split axis slowest.
+        assert_eq!(w.linear([3, 0, 0]), 0);
+        assert_eq!(w.linear([4, 1, 0]), w.layer_cells() + 1);
+        assert_eq!(w.layer_start(3), 0);
+        assert_eq!(w.layer_start(7), w.cell_count());
+        assert_eq!(w.layer_start(99), w.cell_count(), "clamped to the window");
+        assert!(w.in_window([6, 0, 0, 0]) && !w.in_window([7, 0, 0, 0]) && !w.in_window([2, 0, 0, 0]));
+        // Neighbours outside the window are not neighbours; inside, as in the whole grid.
+        assert_eq!(w.neighbour([3, 1, 0, 0], [-1, 0, 0]), None);
+        assert_eq!(g.neighbour([3, 1, 0, 0], [-1, 0, 0]), Some([2, 1, 0]));
+        assert_eq!(w.neighbour([6, 1, 0, 0], [0, 1, 0]), Some([6, 2, 0]));
+        assert_eq!(w.neighbour([6, 1, 0, 0], [1, 0, 0]), None);
+        // Clamped to the grid.
+        assert_eq!(g.windowed(-2, n + 5).window, (0, n));
+    }
+}
