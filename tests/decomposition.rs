@@ -114,10 +114,10 @@ fn a_slice_without_fluid_runs_and_matches() {
     let n = grid.layers();
     let map = surge_core::decomp::SliceMap { bounds: vec![0, 10, 20, n - 4, n], halo: grid.reach };
     let filled = surge_core::geometry::fill(&case);
-    let layer: Vec<i32> = filled.pos.iter().map(|&x| grid.locate(x).0[0]).collect();
+    let layers = filled.layers(&grid);
     let loaders = (0..4)
         .map(|d| {
-            let part = filled.subset(|i| map.owner(layer[i]) == d);
+            let part = filled.owned_by(&layers, &map, d);
             let case = case.clone();
             Box::new(move || {
                 surge_cpu::CpuBackend::new(&case, &part, 1)
@@ -282,13 +282,11 @@ fn device_blocks_between_workers_change_nothing() {
     );
     let grid = Grid::new(&case, 0).unwrap();
     let filled = surge_core::geometry::fill(&case);
-    let layer: Vec<i32> = filled.pos.iter().map(|&x| grid.locate(x).0[0]).collect();
-    let mut weights = vec![0u64; grid.layers() as usize];
-    layer.iter().for_each(|&l| weights[l as usize] += 1);
-    let map = surge_core::decomp::SliceMap::balanced(&weights, 3, grid.reach).unwrap();
+    let layers = filled.layers(&grid);
+    let map = surge_core::decomp::SliceMap::balanced(&filled.layer_weights(&layers, &grid), 3, grid.reach).unwrap();
     let loaders = (0..3)
         .map(|d| {
-            let part = filled.subset(|i| map.owner(layer[i]) == d);
+            let part = filled.owned_by(&layers, &map, d);
             let case = case.clone();
             Box::new(move || {
                 surge_cpu::CpuBackend::new(&case, &part, 1)

@@ -361,6 +361,15 @@ impl ParticleState {
         Ok(())
     }
 
+    /// Make a state ready for a backend to take as its owned particles: the conserved
+    /// buffers `want`, keyed on `grid` ([`Self::relocate`]), and valid there
+    /// ([`Self::validate_part`]).
+    pub fn prepare_import(&mut self, want: BufferSet, grid: &Grid) -> Result<(), String> {
+        require(self.buffers, want)?;
+        self.relocate(grid)?;
+        self.validate_part(grid, u32::MAX as usize)
+    }
+
     /// Check a whole state (every particle of a case) before it is split between devices:
     /// every held buffer has one element per particle, ids are exactly 0..n, kinds are known
     /// and cells lie in `grid`. A state that passes cannot make a backend index out of bounds.
@@ -393,6 +402,15 @@ impl ParticleState {
         }
         Ok(())
     }
+}
+
+/// `Ok` when particle data holding the buffers `held` is what a case needing `want` takes;
+/// else the message naming both.
+pub fn require(held: BufferSet, want: BufferSet) -> Result<(), String> {
+    if held == want {
+        return Ok(());
+    }
+    Err(format!("the particle state holds the buffers [{}], this case needs [{}]", names(held), names(want)))
 }
 
 /// The names of the buffers of a set, for messages.

@@ -2,6 +2,8 @@
 
 use crate::buffers::Kind;
 use crate::case::{Aabb, Case, Initial};
+use crate::decomp::SliceMap;
+use crate::grid::Grid;
 use crate::physics::constants::Constants;
 use std::f64::consts::PI;
 
@@ -36,6 +38,28 @@ impl Filled {
     pub fn fluid_count(&self) -> usize {
         self.kind.iter().filter(|k| **k == Kind::Fluid).count()
     }
+    /// The cell layer along `grid`'s split axis that holds each particle (clamped into the
+    /// grid): what the slices of a decomposition are cut by.
+    pub fn layers(&self, grid: &Grid) -> Vec<i32> {
+        let (axis, last) = (grid.split_axis(), grid.layers() - 1);
+        self.pos.iter().map(|&x| grid.locate(x).0[axis].clamp(0, last)).collect()
+    }
+
+    /// The weight of each layer for the first cut ([`crate::decomp::cost_weight`] summed
+    /// over its particles); `layers` from [`Filled::layers`].
+    pub fn layer_weights(&self, layers: &[i32], grid: &Grid) -> Vec<u64> {
+        let mut w = vec![0u64; grid.layers() as usize];
+        for (&l, &k) in layers.iter().zip(&self.kind) {
+            w[l as usize] += crate::decomp::cost_weight(k as u32);
+        }
+        w
+    }
+
+    /// The particles device `d` of `map` owns (`layers` from [`Filled::layers`]).
+    pub fn owned_by(&self, layers: &[i32], map: &SliceMap, d: usize) -> Filled {
+        self.subset(|i| map.owner(layers[i]) == d)
+    }
+
     /// The particles for which `keep(index)` holds, with their global ids.
     pub fn subset(&self, keep: impl Fn(usize) -> bool) -> Filled {
         let mut out = Filled::default();

@@ -195,26 +195,32 @@ impl Backend for CpuBackend {
             let CpuBackend { whole, a, pool, .. } = self;
             pool.install(|| sort::rekey(whole, a, own.clone())).map_err(Failure::Particle)?;
         }
-        let axis = self.whole.split_axis();
-        let (lo, hi) = map.window(me);
-        let windows = Side::BOTH.map(|s| map.neighbour(me, s).map(|d| map.window(d)));
-        let mut keep = Vec::with_capacity(own.len());
-        let mut send = [Vec::new(), Vec::new()];
-        for i in own {
-            let l = self.a.cell[i][axis];
-            if l >= lo && l < hi {
-                keep.push(i as u32);
-            }
-            for (s, w) in windows.iter().enumerate() {
-                if w.is_some_and(|(wl, wh)| l >= wl && l < wh) {
-                    send[s].push(i as u32);
+        // No copies held and no neighbour: every particle stays where it is (a device alone).
+        let everything = own == (0..self.a.len());
+        if !(everything && map.devices() == 1) {
+            let axis = self.whole.split_axis();
+            let (lo, hi) = map.window(me);
+            let windows = Side::BOTH.map(|s| map.neighbour(me, s).map(|d| map.window(d)));
+            let mut keep = Vec::with_capacity(own.len());
+            let mut send = [Vec::new(), Vec::new()];
+            for i in own.clone() {
+                let l = self.a.cell[i][axis];
+                if l >= lo && l < hi {
+                    keep.push(i as u32);
+                }
+                for (s, w) in windows.iter().enumerate() {
+                    if w.is_some_and(|(wl, wh)| l >= wl && l < wh) {
+                        send[s].push(i as u32);
+                    }
                 }
             }
+            for (o, idx) in out.iter_mut().zip(&send) {
+                *o = ParticleState::gather(&self.a, idx, self.buffers, &self.whole);
+            }
+            if !(everything && keep.len() == own.len()) {
+                self.a = self.a.gather(&keep, self.buffers.and(BufferSet::conserved()));
+            }
         }
-        for (o, idx) in out.iter_mut().zip(&send) {
-            *o = ParticleState::gather(&self.a, idx, self.buffers, &self.whole);
-        }
-        self.a = self.a.gather(&keep, self.buffers.and(BufferSet::conserved()));
         let (wl, wh) = map.window(me);
         self.grid = self.whole.windowed(wl, wh);
         self.map = map.clone();
@@ -230,13 +236,8 @@ impl Backend for CpuBackend {
             if part.is_empty() {
                 continue;
             }
-            if part.buffers() != conserved {
-                return Err(Failure::Device(format!(
-                    "particles from a neighbour hold the buffers [{}], this case needs [{}]",
-                    buffers::names(part.buffers()),
-                    buffers::names(conserved)
-                )));
-            }
+            buffers::require(part.buffers(), conserved)
+                .map_err(|e| Failure::Device(format!("from a neighbour: {e}")))?;
             self.a.append(part.arrays_mut());
         }
         let n = self.a.len();
@@ -340,15 +341,7 @@ impl Backend for CpuBackend {
 
     fn import_state(&mut self, mut state: ParticleState) -> Result<(), String> {
         let want = self.buffers.and(BufferSet::conserved());
-        if state.buffers() != want {
-            return Err(format!(
-                "the particle state holds the buffers [{}], this case needs [{}]",
-                buffers::names(state.buffers()),
-                buffers::names(want)
-            ));
-        }
-        state.relocate(&self.whole)?;
-        state.validate_part(&self.whole, u32::MAX as usize)?;
+        state.prepare_import(want, &self.whole)?;
         let n = state.len();
         let mut a = ParticleArrays::with_buffers(n, self.buffers.without(BufferSet::conserved()));
         a.take_from(&mut state.into_arrays(), want);

@@ -187,6 +187,29 @@ fn cfg(threads: usize) -> LaunchConfig {
     }
 }
 
+/// The device buffer of the conserved buffer `id` and its 32-bit words per particle (for
+/// gathers, where the other fields of the backend are borrowed too).
+fn conserved_src<'a>(
+    id: BufferId,
+    pos: &'a CudaSlice<u32>,
+    vel: &'a CudaSlice<u32>,
+    cell: &'a CudaSlice<u32>,
+    info: &'a CudaSlice<u32>,
+    vel_prev: &'a CudaSlice<u32>,
+    wall: &'a Option<CudaSlice<u32>>,
+) -> Result<(&'a CudaSlice<u32>, usize), String> {
+    let src = match id {
+        BufferId::Pos => pos,
+        BufferId::Vel => vel,
+        BufferId::Cell => cell,
+        BufferId::Info => info,
+        BufferId::VelPrev => vel_prev,
+        BufferId::Wall => wall.as_ref().ok_or("no device buffer for wall normals")?,
+        other => return Err(format!("no device buffer for {}", other.name())),
+    };
+    Ok((src, id.elem_bytes() / 4))
+}
+
 /// Words of one buffer's segment in a staging buffer: `per * m`, rounded up to 4 words so
 /// the next segment starts 16-byte aligned (the 16-byte gathers write `uint4`s).
 fn segment_words(per: usize, m: usize) -> usize {
@@ -660,15 +683,7 @@ impl CudaBackend {
         let count = m as i32;
         let mut at = 0;
         for id in want.iter() {
-            let (src, per): (&CudaSlice<u32>, usize) = match id {
-                BufferId::Pos => (pos, 4),
-                BufferId::Vel => (vel, 4),
-                BufferId::Cell => (cell, 4),
-                BufferId::Info => (info, 2),
-                BufferId::VelPrev => (vel_prev, 4),
-                BufferId::Wall => (wall.as_ref().ok_or("no device buffer for wall normals")?, 4),
-                other => return Err(format!("no device buffer for {}", other.name())),
-            };
+            let (src, per) = conserved_src(id, pos, vel, cell, info, vel_prev, wall)?;
             if m > 0 {
                 let mut dst = st.buf.slice_mut(at..at + per * m);
                 let mut b = stream.launch_builder(if per == 4 { &k.gather16 } else { &k.gather8 });
@@ -728,15 +743,7 @@ impl CudaBackend {
         let idx = key.slice(list);
         let count = m as i32;
         for id in want.iter() {
-            let (src, per): (&CudaSlice<u32>, usize) = match id {
-                BufferId::Pos => (pos, 4),
-                BufferId::Vel => (vel, 4),
-                BufferId::Cell => (cell, 4),
-                BufferId::Info => (info, 2),
-                BufferId::VelPrev => (vel_prev, 4),
-                BufferId::Wall => (wall.as_ref().ok_or("no device buffer for wall normals")?, 4),
-                other => return Err(format!("no device buffer for {}", other.name())),
-            };
+            let (src, per) = conserved_src(id, pos, vel, cell, info, vel_prev, wall)?;
             let mut b = stream.launch_builder(if per == 4 { &k.gather16 } else { &k.gather8 });
             b.arg(&count).arg(&idx).arg(src).arg(&mut *force);
             // SAFETY: argument types match gather16_kernel / gather8_kernel; the list holds
@@ -1122,17 +1129,8 @@ impl CudaBackend {
     }
 
     fn try_import(&mut self, mut state: ParticleState) -> Result<(), String> {
-        let want = self.buffers.and(BufferSet::conserved());
-        if state.buffers() != want {
-            return Err(format!(
-                "the particle state holds the buffers [{}], this case needs [{}]",
-                buffers::names(state.buffers()),
-                buffers::names(want)
-            ));
-        }
         // A state from another grid (the CPU's cells are larger) moves to this one's cells.
-        state.relocate(&self.whole)?;
-        state.validate_part(&self.whole, u32::MAX as usize)?;
+        state.prepare_import(self.buffers.and(BufferSet::conserved()), &self.whole)?;
         let m = state.len();
         self.stream.synchronize().map_err(|e| fail("loading the particle state", e))?;
         // Nothing held is kept.
@@ -1209,14 +1207,9 @@ impl Backend for CudaBackend {
     fn rebuild_end(&mut self, incoming: [ParticleState; 2]) -> Result<(), Failure> {
         self.bind()?;
         let conserved = self.buffers.and(BufferSet::conserved());
-        for part in &incoming {
-            if !part.is_empty() && part.buffers() != conserved {
-                return Err(Failure::Device(format!(
-                    "particles from a neighbour hold the buffers [{}], this case needs [{}]",
-                    buffers::names(part.buffers()),
-                    buffers::names(conserved)
-                )));
-            }
+        for part in incoming.iter().filter(|p| !p.is_empty()) {
+            buffers::require(part.buffers(), conserved)
+                .map_err(|e| Failure::Device(format!("from a neighbour: {e}")))?;
         }
         let total = self.n + incoming.iter().map(|p| p.len()).sum::<usize>();
         self.ensure_capacity(total)?;
@@ -1241,12 +1234,9 @@ impl Backend for CudaBackend {
                 let b = b.downcast::<RebuildBlock>().map_err(|_| {
                     Failure::Device("particles from a neighbour in a block that is not a CUDA device's".into())
                 })?;
-                if b.count > 0 && b.buffers != conserved {
-                    return Err(Failure::Device(format!(
-                        "particles from a neighbour hold the buffers [{}], this case needs [{}]",
-                        buffers::names(b.buffers),
-                        buffers::names(conserved)
-                    )));
+                if b.count > 0 {
+                    buffers::require(b.buffers, conserved)
+                        .map_err(|e| Failure::Device(format!("from a neighbour: {e}")))?;
                 }
                 *slot = Some(b);
             }

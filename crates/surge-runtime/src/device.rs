@@ -244,18 +244,13 @@ pub fn simulation_on(case: &Case, req: &DeviceRequest, cluster: Arc<dyn Cluster>
         Resolved::Cuda(_) => surge_cuda::grid_for(case)?,
     };
     let axis = grid.split_axis();
-    let last = grid.layers() - 1;
-    let layer: Vec<i32> = filled.pos.iter().map(|&x| grid.locate(x).0[axis].clamp(0, last)).collect();
-    let mut weights = vec![0u64; grid.layers() as usize];
-    for (&l, &k) in layer.iter().zip(&filled.kind) {
-        weights[l as usize] += surge_core::decomp::cost_weight(k as u32);
-    }
-    let map = SliceMap::balanced(&weights, n, grid.reach)?;
+    let layers = filled.layers(&grid);
+    let map = SliceMap::balanced(&filled.layer_weights(&layers, &grid), n, grid.reach)?;
     let threads = threads_each(req.threads, k);
     let first = cluster.rank() * k;
     let loaders: Vec<Loader> = (first..first + k)
         .map(|d| {
-            let part = filled.subset(|i| map.owner(layer[i]) == d);
+            let part = filled.owned_by(&layers, &map, d);
             let case = case.clone();
             match &resolved {
                 Resolved::Cpu => {

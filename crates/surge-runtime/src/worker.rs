@@ -130,9 +130,10 @@ impl Worker {
         }
     }
 
-    fn neighbours(&self) -> impl Iterator<Item = Side> + '_ {
+    /// The sides with a neighbour, as an owned iterator (no allocation, no borrow of self).
+    fn neighbours(&self) -> std::iter::Flatten<std::array::IntoIter<Option<Side>, 2>> {
         let me = self.me();
-        Side::BOTH.into_iter().filter(move |&s| self.map.neighbour(me, s).is_some())
+        Side::BOTH.map(|s| self.map.neighbour(me, s).map(|_| s)).into_iter().flatten()
     }
 
     fn send(&mut self, side: Side, p: Packet) {
@@ -197,29 +198,24 @@ impl Worker {
         let t1 = Instant::now();
         // Neighbours of the new map (a device keeps its neighbours: boundaries move, devices
         // do not); send first, then receive, so no pair waits on the other.
-        let sides: Vec<Side> = self.neighbours().collect();
-        for side in Side::BOTH {
-            if sides.contains(&side) {
-                let p = match blocks[side as usize].take() {
-                    Some(p) => p,
-                    None => {
-                        if !self.broken() {
-                            self.fail(Failure::Device(format!(
-                                "the backend gave no particles for the {side:?} neighbour"
-                            )));
-                        }
-                        Packet::Failed
+        for side in self.neighbours() {
+            let p = match blocks[side as usize].take() {
+                Some(p) => p,
+                None => {
+                    if !self.broken() {
+                        self.fail(Failure::Device(format!("the backend gave no particles for the {side:?} neighbour")));
                     }
-                };
-                self.send(side, p);
-            }
+                    Packet::Failed
+                }
+            };
+            self.send(side, p);
         }
         // What was made for a side without a neighbour (host states) is dropped here.
         drop(blocks);
         let mut incoming = [ParticleState::default(), ParticleState::default()];
         let mut incoming_dev: [Option<DeviceBlock>; 2] = [None, None];
         let peer = self.peer == Some(true);
-        for &side in &sides {
+        for side in self.neighbours() {
             match self.recv(side) {
                 Some(Packet::Particles(p)) if !peer => incoming[side as usize] = p,
                 Some(Packet::Device(b)) if peer => incoming_dev[side as usize] = Some(b),
@@ -257,7 +253,7 @@ impl Worker {
         // Taking the edge values off and sending them: hidden when the device computes the
         // inner part meanwhile, exposed otherwise.
         let t = Instant::now();
-        for side in self.neighbours().collect::<Vec<_>>() {
+        for side in self.neighbours() {
             // Device to device when the backend leaves the values there (the neighbour copies
             // them after waiting on this device's edges), else through the host.
             if self.peer == Some(true) {
@@ -285,7 +281,7 @@ impl Worker {
         let stats = self.call(|b| b.force_stats()).unwrap_or_default();
         let computed = t0.elapsed().as_secs_f64() - if launch_first { 0.0 } else { out };
         let t1 = Instant::now();
-        for side in self.neighbours().collect::<Vec<_>>() {
+        for side in self.neighbours() {
             match self.recv(side) {
                 Some(Packet::Forces(v)) => {
                     self.call(|b| b.set_copy_forces(side, &v));
