@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # MPI ranks on one GPU node: with `surge` (no MPI) and `surge-mpi` (built with
 # `--features mpi`) in BIN_DIR (scripts/build_for_gpu.sh makes both), check that
-# `mpirun -n 2` with one GPU per rank and with two GPUs per rank gives bitwise the particles
-# and gauges of one process on the same GPUs, then time 4 ranks x 1 GPU against 1 rank x 4
-# GPUs on the ~34 M particle 3D dam break. Prints a table last.
+# `mpirun -n 2` with one GPU per rank (CUDA IPC between the ranks, and through host memory
+# with SURGE_DEVICE_LINKS=host), and with two GPUs per rank where the node has 4, gives
+# bitwise the particles and gauges of one process, then time N ranks x 1 GPU (IPC and host)
+# against 1 rank x N GPUs on the ~34 M particle 3D dam break, N = the node's GPUs (2 or 4).
+# On a node with one GPU, both ranks share it. Prints a table last.
 # Usage: scripts/gpu_mpi_check.sh [BIN_DIR] [LOG_DIR]   (STEPS=50 timed steps)
 set -uo pipefail
 bin=${1:-.device}
@@ -12,6 +14,8 @@ steps=${STEPS:-50}
 mkdir -p "$logs"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mpi="mpirun --allow-run-as-root --oversubscribe --bind-to none"
+ngpu=$(nvidia-smi -L | wc -l)
+all=$(seq -s, 0 $((ngpu - 1)))
 status=()
 run="run configs/dam_break_2d.toml --backend cuda -q --max-steps 300 --set checkpoint.interval=100"
 dump() { # out dir -> sorted particle lines
@@ -28,22 +32,31 @@ same() { # name dirA dirB
         status+=("$1: DIFFERENT")
     fi
 }
+# Two GPUs for the 2-rank runs (one shared by both where the node has one).
+two=$([ "$ngpu" -ge 2 ] && echo 0,1 || echo 0)
+pair=$([ "$ngpu" -ge 2 ] && echo 0,1 || echo 0,0)
 "$bin/surge" $run --devices 0 --out "$logs/one_gpu" >"$logs/one_gpu.log" 2>&1
-CUDA_VISIBLE_DEVICES=0,1 "$bin/surge" $run --devices 0,1 --out "$logs/proc_2gpu" >"$logs/proc_2gpu.log" 2>&1
-CUDA_VISIBLE_DEVICES=0,1 $mpi -n 2 "$bin/surge-mpi" $run --out "$logs/mpi_2x1" >"$logs/mpi_2x1.log" 2>&1 || status+=("mpi_2x1: FAILED")
-$mpi -n 2 "$bin/surge-mpi" $run --out "$logs/mpi_2x2" >"$logs/mpi_2x2.log" 2>&1 || status+=("mpi_2x2: FAILED")
-same "1 process x 2 GPUs vs 1 GPU" "$logs/one_gpu" "$logs/proc_2gpu"
-same "2 ranks x 1 GPU vs 1 GPU" "$logs/one_gpu" "$logs/mpi_2x1"
-same "2 ranks x 2 GPUs vs 1 GPU" "$logs/one_gpu" "$logs/mpi_2x2"
-grep -h "rank .* on \|MPI ranks" "$logs/mpi_2x2.log" | head -4
+CUDA_VISIBLE_DEVICES=$two "$bin/surge" $run --devices $pair --out "$logs/proc_2" >"$logs/proc_2.log" 2>&1
+CUDA_VISIBLE_DEVICES=$two $mpi -n 2 "$bin/surge-mpi" $run --out "$logs/mpi_2x1" >"$logs/mpi_2x1.log" 2>&1 || status+=("mpi_2x1: FAILED")
+CUDA_VISIBLE_DEVICES=$two $mpi -n 2 -x SURGE_DEVICE_LINKS=host "$bin/surge-mpi" $run --out "$logs/mpi_2x1_host" \
+    >"$logs/mpi_2x1_host.log" 2>&1 || status+=("mpi_2x1_host: FAILED")
+same "1 process x 2 devices vs 1 GPU" "$logs/one_gpu" "$logs/proc_2"
+same "2 ranks x 1 GPU (IPC) vs 1 GPU" "$logs/one_gpu" "$logs/mpi_2x1"
+same "2 ranks x 1 GPU (host) vs 1 GPU" "$logs/one_gpu" "$logs/mpi_2x1_host"
+if [ "$ngpu" -ge 4 ]; then
+    $mpi -n 2 "$bin/surge-mpi" $run --out "$logs/mpi_2x2" >"$logs/mpi_2x2.log" 2>&1 || status+=("mpi_2x2: FAILED")
+    same "2 ranks x 2 GPUs vs 1 GPU" "$logs/one_gpu" "$logs/mpi_2x2"
+fi
+grep -h "rank .* on \|MPI ranks\|halo exchanges\|cannot reach" "$logs/mpi_2x1.log" "$logs/mpi_2x1_host.log" | head -8
+[ "$ngpu" -ge 2 ] || { echo; echo "=== summary"; printf '%s\n' "${status[@]}"; exit 0; }
 bench="bench --backend cuda --cases dam-break3d --steps $steps --set dp=0.00289"
 row() { grep "^dam_break_3d" "$1" | tail -n 1 | awk '{for(i=1;i<=NF;i++) if ($i ~ /^[0-9]+\.[0-9]+$/ && $(i+1) ~ /e\+/) {print $i" ms/step, "$(i+1)" particle-steps/s"; exit}}'; }
-"$bin/surge" $bench --devices 0,1,2,3 >"$logs/bench_1x4.log" 2>&1
-$mpi -n 4 "$bin/surge-mpi" $bench >"$logs/bench_4x1.log" 2>&1
-$mpi -n 2 "$bin/surge-mpi" $bench >"$logs/bench_2x2.log" 2>&1
+"$bin/surge" $bench --devices "$all" --json "$logs/bench_1x$ngpu.json" >"$logs/bench_1x$ngpu.log" 2>&1
+$mpi -n "$ngpu" "$bin/surge-mpi" $bench --json "$logs/bench_${ngpu}x1.json" >"$logs/bench_${ngpu}x1.log" 2>&1
+$mpi -n "$ngpu" -x SURGE_DEVICE_LINKS=host "$bin/surge-mpi" $bench >"$logs/bench_${ngpu}x1_host.log" 2>&1
 echo
 echo "=== summary"
 printf '%s\n' "${status[@]}"
-echo "1 rank x 4 GPUs : $(row "$logs/bench_1x4.log")"
-echo "4 ranks x 1 GPU : $(row "$logs/bench_4x1.log")"
-echo "2 ranks x 2 GPUs: $(row "$logs/bench_2x2.log")"
+echo "1 rank x $ngpu GPUs       : $(row "$logs/bench_1x$ngpu.log")"
+echo "$ngpu ranks x 1 GPU (IPC) : $(row "$logs/bench_${ngpu}x1.log")"
+echo "$ngpu ranks x 1 GPU (host): $(row "$logs/bench_${ngpu}x1_host.log")"

@@ -179,7 +179,12 @@ mod blocks {
     use surge_core::grid::Grid;
 
     fn take<T: 'static>(b: DeviceBlock) -> Result<T, Failure> {
-        b.downcast::<T>().map(|b| *b).map_err(|_| Failure::Device("a block of another kind".into()))
+        match b {
+            DeviceBlock::Local(b) => {
+                b.downcast::<T>().map(|b| *b).map_err(|_| Failure::Device("a block of another kind".into()))
+            }
+            DeviceBlock::Shared(_) => Err(Failure::Device("a shared block between threads".into())),
+        }
     }
 
     impl Interpolate for Blocks {
@@ -221,11 +226,13 @@ mod blocks {
             map: &SliceMap,
             me: usize,
             rekey: bool,
+            remote: [bool; 2],
         ) -> Result<Option<[Option<DeviceBlock>; 2]>, Failure> {
+            assert_eq!(remote, [false; 2], "no other process here");
             let mut out = [ParticleState::default(), ParticleState::default()];
             self.0.rebuild_begin(map, me, rekey, &mut out)?;
             let [l, r] = out;
-            let block = |s: Side, p: ParticleState| map.neighbour(me, s).map(|_| Box::new(p) as DeviceBlock);
+            let block = |s: Side, p: ParticleState| map.neighbour(me, s).map(|_| DeviceBlock::Local(Box::new(p)));
             Ok(Some([block(Side::Left, l), block(Side::Right, r)]))
         }
         fn rebuild_end_peer(&mut self, incoming: [Option<DeviceBlock>; 2]) -> Result<(), Failure> {
@@ -252,7 +259,11 @@ mod blocks {
         fn edge_forces_peer(&mut self, side: Side) -> Result<Option<DeviceBlock>, Failure> {
             let mut v = Vec::new();
             self.0.edge_forces(side, &mut v)?;
-            Ok(Some(Box::new(v)))
+            Ok(Some(DeviceBlock::Local(Box::new(v))))
+        }
+        fn share_offer(&mut self) -> Result<Option<Vec<u8>>, Failure> {
+            // Device blocks between threads; nothing for another process.
+            Ok(Some(Vec::new()))
         }
         fn set_copy_forces_peer(&mut self, side: Side, block: DeviceBlock) -> Result<(), Failure> {
             BLOCKS_TAKEN.fetch_add(1, Ordering::Relaxed);

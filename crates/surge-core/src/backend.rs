@@ -108,11 +108,25 @@ impl Snapshot {
     }
 }
 
-/// An opaque payload that one device hands a neighbour of the same process, for a transfer
-/// that stays on the devices (GPU to GPU): what it holds is the backend's own business (for
-/// CUDA, device addresses, counts, the sender's context and an event to wait on). Only a
-/// backend of the same kind can take it; it never crosses a process boundary.
-pub type DeviceBlock = Box<dyn std::any::Any + Send>;
+/// What one device hands a neighbour for a transfer that stays on the devices (GPU to GPU):
+/// what it holds is the backend's own business (for CUDA: device addresses or memory
+/// handles, counts, an event to wait on). Only a backend of the same kind can take it.
+pub enum DeviceBlock {
+    /// For a device of this process: handed over as it is.
+    Local(Box<dyn std::any::Any + Send>),
+    /// For a device of another process on this node (an MPI rank), whose backend maps the
+    /// sender's memory itself (CUDA IPC): bytes, sent over MPI.
+    Shared(Vec<u8>),
+}
+
+impl std::fmt::Debug for DeviceBlock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DeviceBlock::Local(_) => f.write_str("DeviceBlock::Local(..)"),
+            DeviceBlock::Shared(b) => write!(f, "DeviceBlock::Shared({} bytes)", b.len()),
+        }
+    }
+}
 
 /// Which owned particles a force call computes: the two parts of a force pass.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,8 +153,9 @@ pub enum Part {
 /// host exchanges), the neighbours' forces into the copies, [`Backend::force_stats`],
 /// [`Backend::update`]. A rebuild is [`Backend::rebuild_begin`], the particles out to the
 /// neighbours and theirs in, [`Backend::rebuild_end`]. A device alone does the same with
-/// nothing to send. Between devices of one process, a backend may keep both transfers on
-/// the devices ([`Backend::rebuild_begin_peer`], [`Backend::edge_forces_peer`]): the
+/// nothing to send. Between devices of one process, or of processes of one node whose
+/// memory reaches each other ([`Backend::share_offer`]), a backend may keep both transfers
+/// on the devices ([`Backend::rebuild_begin_peer`], [`Backend::edge_forces_peer`]): the
 /// neighbour copies straight from its memory, in the same order.
 pub trait Backend: Interpolate + Send {
     /// Human-readable name, e.g. `cpu (2 threads)`.
@@ -202,16 +217,35 @@ pub trait Backend: Interpolate + Send {
     fn set_copy_forces(&mut self, side: Side, values: &[[f32; 4]]) -> Result<(), Failure>;
     /// [`Backend::rebuild_begin`] with the particles for each neighbour left on the device,
     /// described by a [`DeviceBlock`] per side (None on a side without a neighbour), for
-    /// [`Backend::rebuild_end_peer`] of a neighbour of the same process. `Ok(None)`: not
-    /// supported (the default), nothing was done, and the caller uses
-    /// [`Backend::rebuild_begin`]. A device that supports it returns `Some` on every call.
+    /// [`Backend::rebuild_end_peer`] of the neighbour. `remote[side]`: that neighbour is a
+    /// device of another process on this node, which accepted this device's
+    /// [`Backend::share_offer`] (the block is then [`DeviceBlock::Shared`], and so are the
+    /// edge blocks of the force passes until the next rebuild); else it is a device of this
+    /// process ([`DeviceBlock::Local`]). `Ok(None)`: not supported (the default), nothing
+    /// was done, and the caller uses [`Backend::rebuild_begin`]. A device that supports it
+    /// returns `Some` on every call.
     fn rebuild_begin_peer(
         &mut self,
         _map: &SliceMap,
         _me: usize,
         _rekey: bool,
+        _remote: [bool; 2],
     ) -> Result<Option<[Option<DeviceBlock>; 2]>, Failure> {
         Ok(None)
+    }
+    /// An offer of this device's memory to a neighbour in another process: bytes for that
+    /// neighbour's [`Backend::share_accept`], which tries to reach this device's memory with
+    /// them; empty when only devices of this process can reach it. `Ok(None)` (the default):
+    /// the backend keeps no transfer on the devices ([`Backend::rebuild_begin_peer`] is not
+    /// supported), and every exchange goes through the host.
+    fn share_offer(&mut self) -> Result<Option<Vec<u8>>, Failure> {
+        Ok(None)
+    }
+    /// Whether this device can reach the memory of the neighbour (another process) that made
+    /// `offer` ([`Backend::share_offer`]): tries it. False (the default) when not, for
+    /// whatever reason (another node, no peer access, a backend of another kind).
+    fn share_accept(&mut self, _offer: &[u8]) -> Result<bool, Failure> {
+        Ok(false)
     }
     /// [`Backend::rebuild_end`] with the neighbours' particles as blocks of their
     /// [`Backend::rebuild_begin_peer`] (None on a side without a neighbour), copied device to
@@ -221,8 +255,8 @@ pub trait Backend: Interpolate + Send {
         Err(Failure::Device(format!("{} takes no particles from another device's memory", self.name())))
     }
     /// [`Backend::edge_forces`] left on the device: a block describing the force values of the
-    /// edge on `side`, for [`Backend::set_copy_forces_peer`] of the neighbour there (same
-    /// process). `Ok(None)`: not supported (the default); the caller uses
+    /// edge on `side`, for [`Backend::set_copy_forces_peer`] of the neighbour there (shared
+    /// when the last [`Backend::rebuild_begin_peer`] said that side is remote). `Ok(None)`: not supported (the default); the caller uses
     /// [`Backend::edge_forces`].
     fn edge_forces_peer(&mut self, _side: Side) -> Result<Option<DeviceBlock>, Failure> {
         Ok(None)

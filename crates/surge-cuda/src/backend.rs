@@ -6,9 +6,10 @@
 //! changes at each rebuild (migration, copies), and grow when a rebuild needs more.
 
 use crate::compile::{arch_for, compile, defines};
+use crate::ipc::{self, Exported, Imports, Shared, SharedEvent};
 use crate::peer::{self, EdgeBlock, RebuildBlock, Staging};
 use cudarc::driver::{
-    CudaContext, CudaEvent, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PinnedHostSlice,
+    result, sys, CudaContext, CudaEvent, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PinnedHostSlice,
     PushKernelArg,
 };
 use std::ops::Range;
@@ -164,6 +165,23 @@ pub struct CudaBackend {
     peer_out: [Option<Arc<Staging>>; 2],
     /// GPUs whose memory this one was given direct access to (ordinals).
     reached: Vec<usize>,
+    /// The sides whose neighbour is a GPU of another rank of this node (CUDA IPC, see
+    /// [`crate::ipc`]), as the last rebuild was told.
+    shared: [bool; 2],
+    /// The exported buffers of the particles for such a neighbour, two per side used in
+    /// turn, and whose turn is next.
+    ipc_out: [[Option<Exported>; 2]; 2],
+    ipc_turn: [usize; 2],
+    /// The exported buffers of the edges' force values for such a neighbour, per side.
+    ipc_edges: [Option<Exported>; 2],
+    /// Recorded after the copies into `ipc_edges`.
+    ipc_event: Option<SharedEvent>,
+    /// Exported buffers replaced by larger ones: kept until the backend is dropped.
+    ipc_retired: Vec<Exported>,
+    /// The trial buffer of [`Backend::share_offer`].
+    ipc_probe: Option<Exported>,
+    /// The neighbours' exported memory and events, mapped here.
+    imports: Imports,
     /// The neighbours' force values on their way into the copies, per side.
     copy_stage: [PinnedHostSlice<u32>; 2],
     /// Recorded after each upload from `copy_stage`, which must end before it is refilled.
@@ -208,6 +226,29 @@ fn conserved_src<'a>(
         other => return Err(format!("no device buffer for {}", other.name())),
     };
     Ok((src, id.elem_bytes() / 4))
+}
+
+/// A neighbour's particles at a rebuild, on its GPU.
+enum Incoming {
+    /// From a GPU of this process.
+    Local(Box<RebuildBlock>),
+    /// From a GPU of another rank of this node: mapped here at `src`.
+    Shared { src: sys::CUdeviceptr, count: usize, buffers: BufferSet },
+}
+
+impl Incoming {
+    fn count(&self) -> usize {
+        match self {
+            Incoming::Local(b) => b.count,
+            Incoming::Shared { count, .. } => *count,
+        }
+    }
+    fn buffers(&self) -> BufferSet {
+        match self {
+            Incoming::Local(b) => b.buffers,
+            Incoming::Shared { buffers, .. } => *buffers,
+        }
+    }
 }
 
 /// Words of one buffer's segment in a staging buffer: `per * m`, rounded up to 4 words so
@@ -417,6 +458,14 @@ impl CudaBackend {
             edges_staged: false,
             peer_out: [None, None],
             reached: Vec::new(),
+            shared: [false; 2],
+            ipc_out: [[None, None], [None, None]],
+            ipc_turn: [0; 2],
+            ipc_edges: [None, None],
+            ipc_event: None,
+            ipc_retired: Vec::new(),
+            ipc_probe: None,
+            imports: Imports::new(&ctx),
             copy_stage: [pinned(&ctx, 4)?, pinned(&ctx, 4)?],
             copy_done: [event()?, event()?],
             gauge_cell: zeros(4 * max_points, "gauge points")?,
@@ -662,65 +711,117 @@ impl CudaBackend {
         Ok(())
     }
 
-    /// Gather the conserved buffers of the particles listed in `key[list]` into this device's
-    /// staging buffer for the neighbour on `side` (reused when no neighbour holds it any
-    /// more, else a new one), one buffer after the other; record its `ready` event after
-    /// the gathers (no wait).
-    fn gather_peer(&mut self, side: Side, list: Range<usize>) -> Result<DeviceBlock, String> {
+    /// Queue gathers of the conserved buffers of the particles listed in `key[list]` to the
+    /// device memory at `dst`, one buffer after the other ([`segment_words`] each, in
+    /// [`BufferSet::iter`] order); returns the buffer set.
+    ///
+    /// # Safety
+    /// `dst` must hold [`staging_words`] words for `list.len()` particles and stay allocated
+    /// until the gathers are over.
+    unsafe fn gather_to(&mut self, list: Range<usize>, dst: sys::CUdeviceptr) -> Result<BufferSet, String> {
         let what = "copying particles for a neighbour's GPU";
         let want = self.buffers.and(BufferSet::conserved());
         let m = list.len();
-        let words = want.iter().map(|id| segment_words(id.elem_bytes() / 4, m)).sum::<usize>();
-        let slot = &mut self.peer_out[side as usize];
-        let reusable = slot.as_mut().and_then(Arc::get_mut).is_some_and(|st| st.buf.len() >= words);
-        if !reusable {
-            *slot = Some(Arc::new(Staging::new(&self.stream, capacity_for(words)).map_err(|e| fail(what, e))?));
+        if m == 0 {
+            return Ok(want);
         }
-        let CudaBackend { stream, k, key, pos, vel, cell, info, vel_prev, wall, peer_out, ctx, .. } = self;
-        let held = peer_out[side as usize].as_mut().expect("a staging buffer was just made");
-        let st = Arc::get_mut(held).expect("no neighbour holds a new or released staging buffer");
+        let CudaBackend { stream, k, key, pos, vel, cell, info, vel_prev, wall, .. } = self;
         let idx = key.slice(list);
         let count = m as i32;
         let mut at = 0;
         for id in want.iter() {
             let (src, per) = conserved_src(id, pos, vel, cell, info, vel_prev, wall)?;
-            if m > 0 {
-                let mut dst = st.buf.slice_mut(at..at + per * m);
-                let mut b = stream.launch_builder(if per == 4 { &k.gather16 } else { &k.gather8 });
-                b.arg(&count).arg(&idx).arg(src).arg(&mut dst);
-                // SAFETY: argument types match gather16_kernel / gather8_kernel; the list
-                // holds m indices below n, the view holds per * m words.
-                unsafe { b.launch(cfg(m)) }.map_err(|e| fail(what, e))?;
-            }
+            let to = dst + 4 * at as u64;
+            let mut b = stream.launch_builder(if per == 4 { &k.gather16 } else { &k.gather8 });
+            b.arg(&count).arg(&idx).arg(src).arg(&to);
+            // SAFETY: argument types match gather16_kernel / gather8_kernel (a device
+            // address for the output); the list holds m indices below n, and `dst` holds
+            // `per * m` words at `at` (the caller's promise).
+            unsafe { b.launch(cfg(m)) }.map_err(|e| fail(what, e))?;
             at += segment_words(per, m);
         }
-        st.ready.record(stream).map_err(|e| fail(what, e))?;
-        Ok(Box::new(RebuildBlock { ctx: ctx.clone(), staging: held.clone(), count: m, buffers: want }))
+        Ok(want)
+    }
+
+    /// Words a staging buffer needs for `m` particles of this device's conserved buffers.
+    fn staging_words(&self, m: usize) -> usize {
+        self.buffers.and(BufferSet::conserved()).iter().map(|id| segment_words(id.elem_bytes() / 4, m)).sum()
+    }
+
+    /// Gather the particles listed in `key[list]` into this device's staging buffer for the
+    /// neighbour (a GPU of this process) on `side` (reused when no neighbour holds it any
+    /// more, else a new one); record its `ready` event after the gathers (no wait).
+    fn gather_peer(&mut self, side: Side, list: Range<usize>) -> Result<DeviceBlock, String> {
+        let what = "copying particles for a neighbour's GPU";
+        let m = list.len();
+        let words = self.staging_words(m);
+        let slot = &mut self.peer_out[side as usize];
+        let reusable = slot.as_mut().and_then(Arc::get_mut).is_some_and(|st| st.buf.len() >= words);
+        if !reusable {
+            *slot = Some(Arc::new(Staging::new(&self.stream, capacity_for(words)).map_err(|e| fail(what, e))?));
+        }
+        let held = self.peer_out[side as usize].clone().expect("a staging buffer was just made");
+        let dst = held.buf.device_ptr(&self.stream).0;
+        // SAFETY: the buffer holds `words` words; this device holds it (by `held`) until the
+        // gathers are queued, and no neighbour holds it (reusable or new).
+        let buffers = unsafe { self.gather_to(list, dst) }?;
+        held.ready.record(&self.stream).map_err(|e| fail(what, e))?;
+        Ok(DeviceBlock::Local(Box::new(RebuildBlock { ctx: self.ctx.clone(), staging: held, count: m, buffers })))
+    }
+
+    /// Gather the particles listed in `key[list]` for the neighbour (a GPU of another rank of
+    /// this node) on `side` into this side's exported buffer whose turn it is, and wait for
+    /// the gathers (see [`crate::ipc`]).
+    fn gather_shared(&mut self, side: Side, list: Range<usize>) -> Result<DeviceBlock, String> {
+        let what = "copying particles for a neighbouring rank's GPU";
+        let m = list.len();
+        let bytes = 4 * self.staging_words(m);
+        let (s, turn) = (side as usize, self.ipc_turn[side as usize]);
+        self.ipc_turn[s] = 1 - turn;
+        if self.ipc_out[s][turn].as_ref().is_none_or(|b| b.bytes < bytes) {
+            let new = Exported::new(&self.ctx, capacity_for(bytes)).map_err(|e| fail(what, e))?;
+            if let Some(old) = self.ipc_out[s][turn].replace(new) {
+                self.ipc_retired.push(old);
+            }
+        }
+        let buf = self.ipc_out[s][turn].as_ref().expect("an exported buffer was just made");
+        let (dst, mem) = (buf.ptr, buf.handle.clone());
+        // SAFETY: the buffer holds `bytes` bytes and lives until the backend is dropped; the
+        // neighbour is done with it (two rebuilds ago, see `crate::ipc`).
+        let buffers = unsafe { self.gather_to(list, dst) }?;
+        self.stream.synchronize().map_err(|e| fail(what, e))?;
+        Ok(DeviceBlock::Shared(Shared::Particles { mem, count: m as u64, buffers: buffers.0 }.to_bytes()))
     }
 
     /// Queue the copies of the neighbours' particles (left, then right) after the `n` held,
     /// each behind its sender's gathers; `n` counts them. Room must exist.
-    fn take_particles(&mut self, blocks: &[Option<Box<RebuildBlock>>; 2]) -> Result<(), Failure> {
+    fn take_particles(&mut self, blocks: &[Option<Incoming>; 2]) -> Result<(), Failure> {
         let what = "copying particles from a neighbour's GPU";
         for b in blocks.iter().flatten() {
-            if b.count == 0 {
+            let (m, set) = (b.count(), b.buffers());
+            if m == 0 {
                 continue;
             }
-            self.reach(&b.ctx)?;
-            self.stream.wait(&b.staging.ready).map_err(|e| fail(what, e))?;
-            let src = b.staging.buf.device_ptr(b.staging.buf.stream()).0;
+            let (src_ctx, src) = match b {
+                Incoming::Local(b) => {
+                    self.reach(&b.ctx)?;
+                    self.stream.wait(&b.staging.ready).map_err(|e| fail(what, e))?;
+                    (b.ctx.clone(), b.staging.buf.device_ptr(b.staging.buf.stream()).0)
+                }
+                // Mapped into this context; the sender synchronised after its gathers.
+                Incoming::Shared { src, .. } => (self.ctx.clone(), *src),
+            };
             let stream = self.stream.clone();
-            let (n, m) = (self.n, b.count);
+            let n = self.n;
             let mut at = 0;
-            for id in b.buffers.iter() {
+            for id in set.iter() {
                 let per = id.elem_bytes() / 4;
                 let dst = self.conserved_mut(id).ok_or_else(|| format!("no device buffer for {}", id.name()))?;
                 let dst = dst.device_ptr(&stream).0 + 4 * (per * n) as u64;
-                // SAFETY: the staging buffer holds `per * m` words at `at` (it holds this
-                // buffer's words there); room for n + m particles exists; the staging buffer
-                // is not rewritten while the block is held, and it is held until the copy is
-                // over.
-                unsafe { peer::copy(&stream, dst, &b.ctx, src + 4 * at as u64, 4 * per * m) }
+                // SAFETY: the source holds `per * m` words at `at` (it holds this buffer's
+                // words there); room for n + m particles exists; the source is not rewritten
+                // before the copy is over (see `crate::peer` and `crate::ipc`).
+                unsafe { peer::copy(&stream, dst, &src_ctx, src + 4 * at as u64, 4 * per * m) }
                     .map_err(|e| fail(what, e))?;
                 at += segment_words(per, m);
             }
@@ -924,7 +1025,38 @@ impl CudaBackend {
             }
         }
         self.edges_staged = to_host;
-        self.edge_done.record(&self.stream).map_err(|e| fail(what, e))
+        self.edge_done.record(&self.stream).map_err(|e| fail(what, e))?;
+        if !to_host && self.shared.contains(&true) {
+            self.share_edges()?;
+        }
+        Ok(())
+    }
+
+    /// Copy the edges' values for the neighbours on other ranks into their exported buffers
+    /// (sized at the rebuild), then record the interprocess event they wait on.
+    fn share_edges(&mut self) -> Result<(), String> {
+        let what = "copying edge forces for a neighbouring rank's GPU";
+        for side in Side::BOTH.into_iter().filter(|&s| self.shared[s as usize]) {
+            let r = self.edges[side as usize].clone();
+            let Some(buf) = self.ipc_edges[side as usize].as_ref() else { continue };
+            let bytes = 16 * r.len();
+            let sources = [Some(&self.force), self.shift.as_ref()];
+            for (src, at) in sources.into_iter().flatten().zip([0, bytes as u64]) {
+                if bytes == 0 {
+                    break;
+                }
+                let from = src.device_ptr(&self.stream).0 + 16 * r.start as u64;
+                // SAFETY: the source range holds the edge's values; the exported buffer holds
+                // two such ranges (sized at the rebuild) and no neighbour reads it before the
+                // event below (see `crate::ipc`).
+                unsafe { result::memcpy_dtod_async(buf.ptr + at, from, bytes, self.stream.cu_stream()) }
+                    .map_err(|e| fail(what, e))?;
+            }
+        }
+        if self.ipc_event.is_none() {
+            self.ipc_event = Some(SharedEvent::new(&self.ctx).map_err(|e| fail(what, e))?);
+        }
+        self.ipc_event.as_ref().expect("made above").record(&self.stream).map_err(|e| fail(what, e))
     }
 
     /// Size the pinned staging of the edge exchange for the blocks of the last rebuild.
@@ -935,6 +1067,15 @@ impl CudaBackend {
             let need = per * self.edges[s].len();
             if self.edge_stage[s].len() < need {
                 self.edge_stage[s] = pinned(&self.ctx, capacity_for(need))?;
+            }
+            let bytes = 4 * per * self.edges[s].len();
+            if self.shared[s] && self.ipc_edges[s].as_ref().is_none_or(|b| b.bytes < bytes) {
+                // A neighbour may still read the old one until the next reduction: retired.
+                let new = Exported::new(&self.ctx, capacity_for(bytes))
+                    .map_err(|e| fail("allocating the edge values for a neighbouring rank", e))?;
+                if let Some(old) = self.ipc_edges[s].replace(new) {
+                    self.ipc_retired.push(old);
+                }
             }
             let need = per * self.copies(side).len();
             if self.copy_stage[s].len() < need {
@@ -1187,6 +1328,7 @@ impl Backend for CudaBackend {
         map: &SliceMap,
         me: usize,
         rekey: bool,
+        remote: [bool; 2],
     ) -> Result<Option<[Option<DeviceBlock>; 2]>, Failure> {
         self.bind()?;
         self.edges_released()?;
@@ -1195,13 +1337,48 @@ impl Backend for CudaBackend {
         let mut out: [Option<DeviceBlock>; 2] = [None, None];
         for (side, list) in [(Side::Left, 0..left), (Side::Right, m - right..m)] {
             if map.neighbour(me, side).is_some() {
-                out[side as usize] = Some(self.gather_peer(side, list)?);
+                out[side as usize] = Some(if remote[side as usize] {
+                    self.gather_shared(side, list)?
+                } else {
+                    self.gather_peer(side, list)?
+                });
             }
         }
+        self.shared = remote;
         self.finish_begin(map, me, kept)?;
         // The edge values will go GPU to GPU too: no copies to the host from now on.
         self.edges_to_host = false;
         Ok(Some(out))
+    }
+
+    fn share_offer(&mut self) -> Result<Option<Vec<u8>>, Failure> {
+        self.bind()?;
+        if self.ipc_probe.is_some() {
+            return Err(Failure::Device(format!("{}: offered its memory twice", self.name)));
+        }
+        // Device blocks within this process in any case; across processes when the GPU's
+        // memory can be exported (else an empty offer).
+        match ipc::offer(&self.stream) {
+            Ok((buf, msg)) => {
+                self.ipc_probe = Some(buf);
+                Ok(Some(msg))
+            }
+            Err(e) => {
+                tracing::info!("{}: its memory cannot be shared with other processes: {e:?}", self.name);
+                Ok(Some(Vec::new()))
+            }
+        }
+    }
+
+    fn share_accept(&mut self, offer: &[u8]) -> Result<bool, Failure> {
+        self.bind()?;
+        match ipc::accept(&mut self.imports, offer) {
+            Ok(()) => Ok(true),
+            Err(e) => {
+                tracing::info!("{}: cannot reach the memory of a neighbouring rank's GPU: {e}", self.name);
+                Ok(false)
+            }
+        }
     }
 
     fn rebuild_end(&mut self, incoming: [ParticleState; 2]) -> Result<(), Failure> {
@@ -1228,20 +1405,48 @@ impl Backend for CudaBackend {
     fn rebuild_end_peer(&mut self, incoming: [Option<DeviceBlock>; 2]) -> Result<(), Failure> {
         self.bind()?;
         let conserved = self.buffers.and(BufferSet::conserved());
-        let mut blocks: [Option<Box<RebuildBlock>>; 2] = [None, None];
+        let mut blocks: [Option<Incoming>; 2] = [None, None];
+        let mut bad = None;
         for (slot, b) in blocks.iter_mut().zip(incoming) {
-            if let Some(b) = b {
-                let b = b.downcast::<RebuildBlock>().map_err(|_| {
-                    Failure::Device("particles from a neighbour in a block that is not a CUDA device's".into())
-                })?;
-                if b.count > 0 {
-                    buffers::require(b.buffers, conserved)
-                        .map_err(|e| Failure::Device(format!("from a neighbour: {e}")))?;
+            let b = match b {
+                None => continue,
+                Some(DeviceBlock::Local(b)) => match b.downcast::<RebuildBlock>() {
+                    Ok(b) => Incoming::Local(b),
+                    Err(_) => {
+                        bad = Some("particles from a neighbour in a block that is not a CUDA device's".to_string());
+                        continue;
+                    }
+                },
+                Some(DeviceBlock::Shared(bytes)) => match Shared::from_bytes(&bytes) {
+                    Ok(Shared::Particles { mem, count, buffers }) => match self.imports.mem(&mem) {
+                        Ok(src) => Incoming::Shared { src, count: count as usize, buffers: BufferSet(buffers) },
+                        Err(e) => {
+                            bad = Some(e);
+                            continue;
+                        }
+                    },
+                    Ok(other) => {
+                        bad = Some(format!("expected particles from a neighbouring rank, got {other:?}"));
+                        continue;
+                    }
+                    Err(e) => {
+                        bad = Some(e);
+                        continue;
+                    }
+                },
+            };
+            if b.count() > 0 {
+                if let Err(e) = buffers::require(b.buffers(), conserved) {
+                    bad = Some(format!("from a neighbour: {e}"));
                 }
-                *slot = Some(b);
             }
+            *slot = Some(b);
         }
-        let total = self.n + blocks.iter().flatten().map(|b| b.count).sum::<usize>();
+        if let Some(e) = bad {
+            // The blocks held are released here, nothing was queued.
+            return Err(Failure::Device(e));
+        }
+        let total = self.n + blocks.iter().flatten().map(Incoming::count).sum::<usize>();
         self.ensure_capacity(total)?;
         // Left, then right, after the kept particles, as `rebuild_end` uploads them. The
         // blocks (hence the senders' staging buffers) are released only once the copies are
@@ -1341,27 +1546,67 @@ impl Backend for CudaBackend {
         // From the next pass on, the values stay on the GPU.
         self.edges_to_host = false;
         let r = self.edges[side as usize].clone();
+        if self.shared[side as usize] {
+            // Copied to the exported buffer behind the edge forces (`share_edges`).
+            let (Some(buf), Some(ev)) = (self.ipc_edges[side as usize].as_ref(), self.ipc_event.as_ref()) else {
+                return Err(Failure::Device(format!(
+                    "{}: no edge values were shared with the {side:?} neighbour in this pass",
+                    self.name
+                )));
+            };
+            let msg = Shared::Forces {
+                mem: buf.handle.clone(),
+                event: ev.handle.clone(),
+                count: r.len() as u64,
+                shift: self.shift.is_some(),
+            };
+            return Ok(Some(DeviceBlock::Shared(msg.to_bytes())));
+        }
         let at = |b: &CudaSlice<u32>| b.device_ptr(&self.stream).0 + 16 * r.start as u64;
-        Ok(Some(Box::new(EdgeBlock {
+        Ok(Some(DeviceBlock::Local(Box::new(EdgeBlock {
             ctx: self.ctx.clone(),
             done: self.edge_done.clone(),
             force: at(&self.force),
             shift: self.shift.as_ref().map(at),
             count: r.len(),
-        })))
+        }))))
     }
 
     fn set_copy_forces_peer(&mut self, side: Side, block: DeviceBlock) -> Result<(), Failure> {
         self.bind()?;
-        let b = block.downcast::<EdgeBlock>().map_err(|_| {
-            Failure::Device(format!("force values from the {side:?} neighbour in a block that is not a CUDA device's"))
-        })?;
+        let kind = |what: &str| {
+            Failure::Device(format!("force values from the {side:?} neighbour in a block that is not {what}"))
+        };
+        // The source: its context, where the force (and shifting) values are, how many, and
+        // what to wait for.
+        enum Wait {
+            Local(Arc<CudaEvent>),
+            Shared(sys::CUevent),
+        }
+        let (src_ctx, force, shift, count, wait, held) = match block {
+            DeviceBlock::Local(b) => {
+                let b = b.downcast::<EdgeBlock>().map_err(|_| kind("a CUDA device's"))?;
+                let (ctx, force, shift, count, done) = (b.ctx.clone(), b.force, b.shift, b.count, b.done.clone());
+                (ctx, force, shift, count, Wait::Local(done), Some(b))
+            }
+            DeviceBlock::Shared(bytes) => {
+                let Shared::Forces { mem, event, count, shift } =
+                    Shared::from_bytes(&bytes).map_err(Failure::Device)?
+                else {
+                    return Err(kind("a CUDA device's edge values"));
+                };
+                let count = count as usize;
+                let base = self.imports.mem(&mem).map_err(Failure::Device)?;
+                let ev = self.imports.event(&event).map_err(Failure::Device)?;
+                (self.ctx.clone(), base, shift.then(|| base + 16 * count as u64), count, Wait::Shared(ev), None)
+            }
+        };
         let r = self.copies(side);
-        if b.count != r.len() || b.shift.is_some() != self.shift.is_some() {
+        if count != r.len() || shift.is_some() != self.shift.is_some() {
             return Err(Failure::Device(format!(
                 "{} force values{} for the {} copies from the {side:?} neighbour",
-                b.count,
-                if b.shift.is_some() { " with shifting" } else { "" },
+                count,
+                if shift.is_some() { " with shifting" } else { "" },
                 r.len()
             )));
         }
@@ -1369,25 +1614,30 @@ impl Backend for CudaBackend {
             return Ok(());
         }
         let what = "copying forces from a neighbour's GPU";
-        self.reach(&b.ctx)?;
-        // Behind the neighbour's edge forces; the block (so the neighbour's right to rewrite
-        // its values) is released only once the copy is over (see `crate::peer`).
+        if held.is_some() {
+            self.reach(&src_ctx)?;
+        }
+        // Behind the neighbour's edge forces; a local block (so the neighbour's right to
+        // rewrite its values) is released only once the copy is over (see `crate::peer`).
         let queued = (|| {
-            self.stream.wait(&b.done)?;
+            match &wait {
+                Wait::Local(done) => self.stream.wait(done)?,
+                Wait::Shared(ev) => ipc::wait(&self.stream, *ev)?,
+            }
             let bytes = 16 * r.len();
             let dst = self.force.device_ptr(&self.stream).0 + 16 * r.start as u64;
             // SAFETY: both ranges hold `bytes` bytes (same particle count, 4 words each); the
-            // sender keeps its values until the block is dropped, after the synchronisation.
-            unsafe { peer::copy(&self.stream, dst, &b.ctx, b.force, bytes) }?;
-            if let (Some(d), Some(src)) = (self.shift.as_ref(), b.shift) {
+            // sender keeps its values until the copy is over (see `crate::peer`, `crate::ipc`).
+            unsafe { peer::copy(&self.stream, dst, &src_ctx, force, bytes) }?;
+            if let (Some(d), Some(src)) = (self.shift.as_ref(), shift) {
                 let dst = d.device_ptr(&self.stream).0 + 16 * r.start as u64;
                 // SAFETY: as above.
-                unsafe { peer::copy(&self.stream, dst, &b.ctx, src, bytes) }?;
+                unsafe { peer::copy(&self.stream, dst, &src_ctx, src, bytes) }?;
             }
             Ok(())
         })();
         let synced = self.stream.synchronize();
-        drop(b);
+        drop(held);
         queued.and(synced).map_err(|e| Failure::Device(fail(what, e)))
     }
 

@@ -2,12 +2,14 @@
 //! counting sort (own scan), cell ranges, forces, updates, reductions and gauges; particles
 //! come back to the host only for output, for the neighbours at a rebuild, and the edge
 //! forces each step (through pinned buffers), unless the neighbour is a GPU of the same
-//! process: then both go GPU to GPU (peer copies). Kernels (kernels/*.cu, embedded) are
+//! process (peer copies) or of another rank of the node that can map this GPU's memory
+//! (CUDA IPC): then both go GPU to GPU. Kernels (kernels/*.cu, embedded) are
 //! compiled at start-up with NVRTC for the case's options and the GPU's architecture.
 #![warn(missing_docs)]
 
 mod backend;
 pub mod compile;
+mod ipc;
 mod peer;
 mod probe;
 

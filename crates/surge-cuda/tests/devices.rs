@@ -95,7 +95,7 @@ fn rebuild<B: Backend>(devs: &mut [B], map: &SliceMap, rekey: bool, peer: bool) 
     if peer {
         let mut out: Vec<[Option<DeviceBlock>; 2]> = Vec::new();
         for (i, d) in devs.iter_mut().enumerate() {
-            out.push(d.rebuild_begin_peer(map, i, rekey).unwrap().expect("CUDA gives device blocks"));
+            out.push(d.rebuild_begin_peer(map, i, rekey, [false; 2]).unwrap().expect("CUDA gives device blocks"));
         }
         for (i, d) in devs.iter_mut().enumerate() {
             let from_left = if i > 0 { out[i - 1][Side::Right as usize].take() } else { None };

@@ -23,9 +23,12 @@ pub enum Packet {
     Forces(Vec<[f32; 4]>),
     /// Particles or force values left in the sender's device memory, for the receiver's
     /// backend to copy device to device ([`surge_core::backend::Backend::rebuild_begin_peer`],
-    /// [`surge_core::backend::Backend::edge_forces_peer`]). Only between devices of one
-    /// process ([`Exchange::same_process`]).
+    /// [`surge_core::backend::Backend::edge_forces_peer`]). Only [`DeviceBlock::Shared`]
+    /// crosses to another rank.
     Device(DeviceBlock),
+    /// A device's offer of its memory to a neighbour on another rank
+    /// ([`surge_core::backend::Backend::share_offer`]); empty when it has none.
+    Offer(Vec<u8>),
     /// The sender failed in this stage; the failure is reported at the next reduction.
     Failed,
 }
@@ -37,6 +40,7 @@ impl Packet {
             Packet::Particles(_) => "particles",
             Packet::Forces(_) => "forces",
             Packet::Device(_) => "device block",
+            Packet::Offer(_) => "memory offer",
             Packet::Failed => "failure notice",
         }
     }
@@ -48,9 +52,9 @@ pub trait Exchange: Send {
     fn device(&self) -> usize;
     /// Number of devices.
     fn devices(&self) -> usize;
-    /// True when the neighbours are devices of this process, so [`Packet::Device`] may be
-    /// sent (their memory is reachable from here); false by default.
-    fn same_process(&self) -> bool {
+    /// True when the neighbour on `side` is a device of another process (an MPI rank): only
+    /// bytes reach it, and a [`DeviceBlock::Local`] may not be sent there. False by default.
+    fn remote(&self, _side: Side) -> bool {
         false
     }
     /// Send to the neighbour on `side` (never blocks on the receiver).
@@ -226,10 +230,8 @@ impl Exchange for Local {
     fn devices(&self) -> usize {
         self.n
     }
-    /// Every device of the run in this process (no MPI ranks): device-to-device transfers
-    /// are then used on every link, or on none (both ends of a link must agree).
-    fn same_process(&self) -> bool {
-        self.cluster.size() == 1
+    fn remote(&self, side: Side) -> bool {
+        self.remote[side as usize].is_some()
     }
     fn send(&mut self, side: Side, p: Packet) -> Result<(), String> {
         if let Some(rank) = self.remote[side as usize] {
@@ -274,8 +276,10 @@ impl Exchange for Local {
 /// (postcard header: buffer set and count; then each held buffer's raw bytes).
 pub fn encode(p: &Packet) -> Vec<u8> {
     match p {
-        // Device blocks never cross ranks (`same_process` is false there): a failure.
-        Packet::Failed | Packet::Device(_) => vec![0],
+        // A local device block never crosses ranks (the worker sends none there): a failure.
+        Packet::Failed | Packet::Device(DeviceBlock::Local(_)) => vec![0],
+        Packet::Device(DeviceBlock::Shared(b)) => [&[3u8][..], b].concat(),
+        Packet::Offer(b) => [&[4u8][..], b].concat(),
         Packet::Forces(v) => {
             let mut out = Vec::with_capacity(1 + 16 * v.len());
             out.push(1);
@@ -327,6 +331,8 @@ pub fn decode(bytes: &[u8]) -> Result<Packet, String> {
             }
             Ok(Packet::Particles(s))
         }
+        Some(3) => Ok(Packet::Device(DeviceBlock::Shared(bytes[1..].to_vec()))),
+        Some(4) => Ok(Packet::Offer(bytes[1..].to_vec())),
         _ => Err(bad()),
     }
 }
@@ -393,6 +399,14 @@ mod tests {
             p => panic!("{}", p.kind()),
         }
         assert!(matches!(decode(&encode(&Packet::Failed)).unwrap(), Packet::Failed));
+        match decode(&encode(&Packet::Device(DeviceBlock::Shared(vec![9, 0, 7])))).unwrap() {
+            Packet::Device(DeviceBlock::Shared(b)) => assert_eq!(b, [9, 0, 7]),
+            p => panic!("{}", p.kind()),
+        }
+        match decode(&encode(&Packet::Offer(vec![]))).unwrap() {
+            Packet::Offer(b) => assert!(b.is_empty()),
+            p => panic!("{}", p.kind()),
+        }
         assert!(decode(&[2, 9, 9]).is_err());
         assert!(decode(&[]).is_err());
     }

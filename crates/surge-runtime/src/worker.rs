@@ -74,8 +74,10 @@ pub(crate) struct Worker {
     peer_failed: bool,
     edge_buf: Vec<[f32; 4]>,
     /// Whether the exchanges stay on the devices ([`Packet::Device`]): None until the first
-    /// rebuild asks the backend, then fixed. Only over links within this process.
+    /// rebuild decides it for the whole run ([`Worker::decide_links`]), then fixed.
     peer: Option<bool>,
+    /// The sides whose neighbour is a device of another process (blocks go as bytes).
+    remote: [bool; 2],
 }
 
 impl Worker {
@@ -98,6 +100,7 @@ impl Worker {
             peer_failed: false,
             edge_buf: Vec::new(),
             peer: None,
+            remote: [false; 2],
         }
     }
 
@@ -137,6 +140,12 @@ impl Worker {
     }
 
     fn send(&mut self, side: Side, p: Packet) {
+        if matches!(p, Packet::Device(DeviceBlock::Local(_))) && self.ex.remote(side) {
+            self.fail(Failure::Device(format!(
+                "{} gave a local device block for a neighbour on another rank",
+                self.backend.name()
+            )));
+        }
         let p = if self.broken() { Packet::Failed } else { p };
         if self.ex.send(side, p).is_err() {
             self.peer_failed = true;
@@ -174,22 +183,23 @@ impl Worker {
         let t0 = Instant::now();
         let map = self.pending.take().unwrap_or_else(|| self.map.clone());
         let me = self.me();
-        // Device to device between GPUs of this process when the backend supports it (its
-        // answer is the same at every rebuild, and the same on every device of a team, whose
-        // backends are all of one kind); else through host states.
+        // Device to device when every link of the run allows it (decided once), else
+        // through host states.
+        self.decide_links()?;
         let mut blocks: [Option<Packet>; 2] = [None, None];
-        if self.peer != Some(false) && self.ex.same_process() {
-            match self.call(|b| b.rebuild_begin_peer(&map, me, rekey)) {
-                Some(Some(out)) => {
-                    self.peer = Some(true);
-                    blocks = out.map(|b| b.map(Packet::Device));
-                }
-                Some(None) => self.peer = Some(false),
+        if self.peer == Some(true) {
+            let remote = self.remote;
+            match self.call(|b| b.rebuild_begin_peer(&map, me, rekey, remote)) {
+                Some(Some(out)) => blocks = out.map(|b| b.map(Packet::Device)),
+                Some(None) => self.fail(Failure::Device(format!(
+                    "{} offered its memory to its neighbours but gave no device blocks",
+                    self.backend.name()
+                ))),
                 // Broken: the sends below are failure notices.
                 None => {}
             }
         }
-        if self.peer != Some(true) {
+        if self.peer == Some(false) {
             let mut out = [ParticleState::default(), ParticleState::default()];
             self.call(|b| b.rebuild_begin(&map, me, rekey, &mut out));
             blocks = out.map(|p| Some(Packet::Particles(p)));
@@ -237,6 +247,54 @@ impl Worker {
         self.moves +=
             (old.bounds[me] != self.map.bounds[me]) as u64 + (old.bounds[me + 1] != self.map.bounds[me + 1]) as u64;
         self.times.rebuild += t0.elapsed().as_secs_f64();
+        Ok(())
+    }
+
+    /// Decide, once for the whole run, whether the exchanges stay on the devices: every
+    /// device's backend must offer its memory ([`Backend::share_offer`]), and every device
+    /// with a neighbour on another rank must reach that neighbour's memory with the
+    /// neighbour's offer ([`Backend::share_accept`]: CUDA IPC on one node). One answer for
+    /// all (a reduction), so both ends of every link agree; else every exchange goes through
+    /// host memory. `SURGE_DEVICE_LINKS=host` in the environment (of every rank) forces the
+    /// latter, to compare the two.
+    fn decide_links(&mut self) -> Result<(), DeviceError> {
+        if self.peer.is_some() {
+            return Ok(());
+        }
+        let host = std::env::var("SURGE_DEVICE_LINKS").is_ok_and(|v| v.eq_ignore_ascii_case("host"));
+        let offer = if host { None } else { self.call(|b| b.share_offer()).flatten() };
+        let mut ok = offer.is_some();
+        let me = self.me();
+        self.remote = Side::BOTH.map(|s| self.map.neighbour(me, s).is_some() && self.ex.remote(s));
+        let remote: Vec<Side> = Side::BOTH.into_iter().filter(|&s| self.remote[s as usize]).collect();
+        for &side in &remote {
+            self.send(side, Packet::Offer(offer.clone().unwrap_or_default()));
+        }
+        for &side in &remote {
+            match self.recv(side) {
+                Some(Packet::Offer(o)) => {
+                    ok = ok && !o.is_empty() && self.call(|b| b.share_accept(&o)).unwrap_or(false);
+                }
+                Some(p) => self.fail(Failure::Device(format!("expected a memory offer, got {}", p.kind()))),
+                None => {}
+            }
+        }
+        let mut v = vec![if ok { 0.0 } else { 1.0 }];
+        self.reduce(&mut v)?;
+        let peer = v[0] == 0.0;
+        self.peer = Some(peer);
+        if me == 0 && self.ex.devices() > 1 {
+            tracing::info!(
+                "halo exchanges: {}",
+                if peer {
+                    "device to device (peer copies within a process, CUDA IPC between ranks of a node)"
+                } else if host {
+                    "through host memory (SURGE_DEVICE_LINKS=host)"
+                } else {
+                    "through host memory (some device cannot reach its neighbour's memory)"
+                }
+            );
+        }
         Ok(())
     }
 
