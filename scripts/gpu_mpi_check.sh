@@ -50,13 +50,22 @@ fi
 grep -h "rank .* on \|MPI ranks\|halo exchanges\|cannot reach" "$logs/mpi_2x1.log" "$logs/mpi_2x1_host.log" | head -8
 [ "$ngpu" -ge 2 ] || { echo; echo "=== summary"; printf '%s\n' "${status[@]}"; exit 0; }
 bench="bench --backend cuda --cases dam-break3d --steps $steps --set dp=0.00289"
-row() { grep "^dam_break_3d" "$1" | tail -n 1 | awk '{for(i=1;i<=NF;i++) if ($i ~ /^[0-9]+\.[0-9]+$/ && $(i+1) ~ /e\+/) {print $i" ms/step, "$(i+1)" particle-steps/s"; exit}}'; }
+row() { # bench --json file -> one line
+    python3 - "$1" 2>/dev/null <<'PY' || echo "no result (see the log)"
+import json, sys
+d = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
+s = d["seconds"]
+print(f"{d['ms_per_step']:.2f} ms/step, {d['particle_steps_per_second']:.3e} particle-steps/s, "
+      f"rebuilds {d['stages']['rebuild'] / s * 100:.0f} %, exposed {d['exposed'] / s * 100:.1f} %")
+PY
+}
 "$bin/surge" $bench --devices "$all" --json "$logs/bench_1x$ngpu.json" >"$logs/bench_1x$ngpu.log" 2>&1
 $mpi -n "$ngpu" "$bin/surge-mpi" $bench --json "$logs/bench_${ngpu}x1.json" >"$logs/bench_${ngpu}x1.log" 2>&1
-$mpi -n "$ngpu" -x SURGE_DEVICE_LINKS=host "$bin/surge-mpi" $bench >"$logs/bench_${ngpu}x1_host.log" 2>&1
+$mpi -n "$ngpu" -x SURGE_DEVICE_LINKS=host "$bin/surge-mpi" $bench --json "$logs/bench_${ngpu}x1_host.json" \
+    >"$logs/bench_${ngpu}x1_host.log" 2>&1
 echo
 echo "=== summary"
 printf '%s\n' "${status[@]}"
-echo "1 rank x $ngpu GPUs       : $(row "$logs/bench_1x$ngpu.log")"
-echo "$ngpu ranks x 1 GPU (IPC) : $(row "$logs/bench_${ngpu}x1.log")"
-echo "$ngpu ranks x 1 GPU (host): $(row "$logs/bench_${ngpu}x1_host.log")"
+echo "1 rank x $ngpu GPUs       : $(row "$logs/bench_1x$ngpu.json")"
+echo "$ngpu ranks x 1 GPU (IPC) : $(row "$logs/bench_${ngpu}x1.json")"
+echo "$ngpu ranks x 1 GPU (host): $(row "$logs/bench_${ngpu}x1_host.json")"

@@ -168,13 +168,18 @@ impl Simulation {
         self.reports().into_iter().map(|r| r.name).collect()
     }
 
-    /// The backend's name; with several devices, their count and names.
+    /// The backend's name; with several devices, their count and names; under MPI, the
+    /// ranks and this rank's devices.
     pub fn backend_name(&self) -> String {
         let names = self.backend_names();
-        match names.as_slice() {
+        let here = match names.as_slice() {
             [one] => one.clone(),
             _ if names.iter().all(|n| n.starts_with("cpu")) => format!("{} x {}", names.len(), names[0]),
             _ => format!("{} devices: {}", names.len(), names.join(", ")),
+        };
+        match self.cluster.size() {
+            1 => here,
+            r => format!("{r} ranks, rank {}: {here}", self.cluster.rank()),
         }
     }
 
