@@ -22,3 +22,6 @@ for line in sys.stdin:
             print(".device/" + name)
 '
 strip .device/*
+# The scaling harness (benches/scaling.rs); there: .device/scaling --surge .device/surge-mpi ...
+f=$(cargo bench --features mpi --bench scaling --no-run 2>&1 | grep -o "target/release/deps/scaling-[0-9a-f]*" | head -n 1)
+[ -n "$f" ] && cp "$f" .device/scaling && strip .device/scaling && echo .device/scaling
