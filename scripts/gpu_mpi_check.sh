@@ -2,7 +2,8 @@
 # MPI ranks on one GPU node: with `surge` (no MPI) and `surge-mpi` (built with
 # `--features mpi`) in BIN_DIR (scripts/build_for_gpu.sh makes both), check that
 # `mpirun -n 2` with one GPU per rank (CUDA IPC between the ranks, and through host memory
-# with SURGE_DEVICE_LINKS=host), and with two GPUs per rank where the node has 4, gives
+# with SURGE_DEVICE_LINKS=host), and with two devices per rank (IPC between the ranks, and
+# host memory there with SURGE_DEVICE_LINKS=process), gives
 # bitwise the particles and gauges of one process, then time N ranks x 1 GPU (IPC and host)
 # against 1 rank x N GPUs on the ~34 M particle 3D dam break, N = the node's GPUs (2 or 4).
 # On a node with one GPU, both ranks share it. Prints a table last.
@@ -43,11 +44,16 @@ CUDA_VISIBLE_DEVICES=$two $mpi -n 2 -x SURGE_DEVICE_LINKS=host "$bin/surge-mpi" 
 same "1 process x 2 devices vs 1 GPU" "$logs/one_gpu" "$logs/proc_2"
 same "2 ranks x 1 GPU (IPC) vs 1 GPU" "$logs/one_gpu" "$logs/mpi_2x1"
 same "2 ranks x 1 GPU (host) vs 1 GPU" "$logs/one_gpu" "$logs/mpi_2x1_host"
-if [ "$ngpu" -ge 4 ]; then
-    $mpi -n 2 "$bin/surge-mpi" $run --out "$logs/mpi_2x2" >"$logs/mpi_2x2.log" 2>&1 || status+=("mpi_2x2: FAILED")
-    same "2 ranks x 2 GPUs vs 1 GPU" "$logs/one_gpu" "$logs/mpi_2x2"
-fi
-grep -h "rank .* on \|MPI ranks\|halo exchanges\|cannot reach" "$logs/mpi_2x1.log" "$logs/mpi_2x1_host.log" | head -8
+# Two devices per rank (on a node with fewer than 4 GPUs, each rank's two devices share
+# the GPUs): links within a rank are peer copies, the link between the ranks CUDA IPC, or
+# host memory with SURGE_DEVICE_LINKS=process (links of both kinds in one run).
+two_each=$([ "$ngpu" -ge 4 ] && echo "" || echo "--devices $pair")
+$mpi -n 2 "$bin/surge-mpi" $run $two_each --out "$logs/mpi_2x2" >"$logs/mpi_2x2.log" 2>&1 || status+=("mpi_2x2: FAILED")
+$mpi -n 2 -x SURGE_DEVICE_LINKS=process "$bin/surge-mpi" $run $two_each --out "$logs/mpi_2x2_mixed" \
+    >"$logs/mpi_2x2_mixed.log" 2>&1 || status+=("mpi_2x2_mixed: FAILED")
+same "2 ranks x 2 devices vs 1 GPU" "$logs/one_gpu" "$logs/mpi_2x2"
+same "2 ranks x 2 devices, host between ranks, vs 1 GPU" "$logs/one_gpu" "$logs/mpi_2x2_mixed"
+grep -h "halo exchanges\|cannot reach" "$logs"/mpi_2x*.log | head -8
 [ "$ngpu" -ge 2 ] || { echo; echo "=== summary"; printf '%s\n' "${status[@]}"; exit 0; }
 bench="bench --backend cuda --cases dam-break3d --steps $steps --set dp=0.00289"
 row() { # bench --json file -> one line

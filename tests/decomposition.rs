@@ -226,20 +226,26 @@ mod blocks {
             map: &SliceMap,
             me: usize,
             rekey: bool,
-            remote: [bool; 2],
+            links: [Link; 2],
+            out: &mut [ParticleState; 2],
         ) -> Result<Option<[Option<DeviceBlock>; 2]>, Failure> {
-            assert_eq!(remote, [false; 2], "no other process here");
-            let mut out = [ParticleState::default(), ParticleState::default()];
-            self.0.rebuild_begin(map, me, rekey, &mut out)?;
-            let [l, r] = out;
-            let block = |s: Side, p: ParticleState| map.neighbour(me, s).map(|_| DeviceBlock::Local(Box::new(p)));
-            Ok(Some([block(Side::Left, l), block(Side::Right, r)]))
+            assert!(!links.contains(&Link::Node), "no other process here");
+            self.0.rebuild_begin(map, me, rekey, out)?;
+            let mut block = |s: Side| {
+                (links[s as usize] == Link::Process && map.neighbour(me, s).is_some())
+                    .then(|| DeviceBlock::Local(Box::new(std::mem::take(&mut out[s as usize]))))
+            };
+            Ok(Some([block(Side::Left), block(Side::Right)]))
         }
-        fn rebuild_end_peer(&mut self, incoming: [Option<DeviceBlock>; 2]) -> Result<(), Failure> {
-            let [l, r] = incoming;
-            let state = |b: Option<DeviceBlock>| b.map_or(Ok(ParticleState::default()), take::<ParticleState>);
+        fn rebuild_end_peer(
+            &mut self,
+            blocks: [Option<DeviceBlock>; 2],
+            states: [ParticleState; 2],
+        ) -> Result<(), Failure> {
+            let ([l, r], [sl, sr]) = (blocks, states);
+            let pick = |b: Option<DeviceBlock>, st: ParticleState| b.map_or(Ok(st), take::<ParticleState>);
             BLOCKS_TAKEN.fetch_add(1, Ordering::Relaxed);
-            self.0.rebuild_end([state(l)?, state(r)?])
+            self.0.rebuild_end([pick(l, sl)?, pick(r, sr)?])
         }
         fn forces(&mut self, part: Part) -> Result<(), Failure> {
             self.0.forces(part)

@@ -108,6 +108,20 @@ impl Snapshot {
     }
 }
 
+/// How a device exchanges with the neighbour on one side; decided once for a run, the same
+/// at both ends of the link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Link {
+    /// Through host memory: [`ParticleState`]s and force values.
+    #[default]
+    Host,
+    /// Device to device with a device of this process ([`DeviceBlock::Local`]).
+    Process,
+    /// Device to device with a device of another process of this node
+    /// ([`DeviceBlock::Shared`]).
+    Node,
+}
+
 /// What one device hands a neighbour for a transfer that stays on the devices (GPU to GPU):
 /// what it holds is the backend's own business (for CUDA: device addresses or memory
 /// handles, counts, an event to wait on). Only a backend of the same kind can take it.
@@ -215,21 +229,22 @@ pub trait Backend: Interpolate + Send {
     /// Set the force values of the copies from the neighbour on `side` (as
     /// [`Backend::edge_forces`] gave them there). Fails when the length does not match.
     fn set_copy_forces(&mut self, side: Side, values: &[[f32; 4]]) -> Result<(), Failure>;
-    /// [`Backend::rebuild_begin`] with the particles for each neighbour left on the device,
-    /// described by a [`DeviceBlock`] per side (None on a side without a neighbour), for
-    /// [`Backend::rebuild_end_peer`] of the neighbour. `remote[side]`: that neighbour is a
-    /// device of another process on this node, which accepted this device's
-    /// [`Backend::share_offer`] (the block is then [`DeviceBlock::Shared`], and so are the
-    /// edge blocks of the force passes until the next rebuild); else it is a device of this
-    /// process ([`DeviceBlock::Local`]). `Ok(None)`: not supported (the default), nothing
-    /// was done, and the caller uses [`Backend::rebuild_begin`]. A device that supports it
-    /// returns `Some` on every call.
+    /// [`Backend::rebuild_begin`] with the particles for a neighbour over a device link left
+    /// on the device, described by a [`DeviceBlock`], for [`Backend::rebuild_end_peer`] of
+    /// that neighbour: `links[side]` says how each neighbour is reached ([`Link::Process`]:
+    /// a [`DeviceBlock::Local`]; [`Link::Node`]: a [`DeviceBlock::Shared`], and so are the
+    /// edge blocks of the force passes until the next rebuild; [`Link::Host`]: the
+    /// particles in `out[side]`, as [`Backend::rebuild_begin`] gives them). The blocks are
+    /// None on the other sides. `Ok(None)`: not supported (the default), nothing was done,
+    /// and the caller uses [`Backend::rebuild_begin`]. A device that supports it returns
+    /// `Some` on every call.
     fn rebuild_begin_peer(
         &mut self,
         _map: &SliceMap,
         _me: usize,
         _rekey: bool,
-        _remote: [bool; 2],
+        _links: [Link; 2],
+        _out: &mut [ParticleState; 2],
     ) -> Result<Option<[Option<DeviceBlock>; 2]>, Failure> {
         Ok(None)
     }
@@ -247,17 +262,22 @@ pub trait Backend: Interpolate + Send {
     fn share_accept(&mut self, _offer: &[u8]) -> Result<bool, Failure> {
         Ok(false)
     }
-    /// [`Backend::rebuild_end`] with the neighbours' particles as blocks of their
-    /// [`Backend::rebuild_begin_peer`] (None on a side without a neighbour), copied device to
-    /// device. The particles end in the same order, hence the same results, as through
-    /// [`Backend::rebuild_end`].
-    fn rebuild_end_peer(&mut self, _incoming: [Option<DeviceBlock>; 2]) -> Result<(), Failure> {
+    /// [`Backend::rebuild_end`] with each neighbour's particles as a block of its
+    /// [`Backend::rebuild_begin_peer`] (`blocks[side]`, copied device to device) or, over a
+    /// host link, as a state (`states[side]`, empty where a block came). The particles end
+    /// in the same order, hence the same results, as through [`Backend::rebuild_end`].
+    fn rebuild_end_peer(
+        &mut self,
+        _blocks: [Option<DeviceBlock>; 2],
+        _states: [ParticleState; 2],
+    ) -> Result<(), Failure> {
         Err(Failure::Device(format!("{} takes no particles from another device's memory", self.name())))
     }
     /// [`Backend::edge_forces`] left on the device: a block describing the force values of the
     /// edge on `side`, for [`Backend::set_copy_forces_peer`] of the neighbour there (shared
-    /// when the last [`Backend::rebuild_begin_peer`] said that side is remote). `Ok(None)`: not supported (the default); the caller uses
-    /// [`Backend::edge_forces`].
+    /// when the last [`Backend::rebuild_begin_peer`] gave that side [`Link::Node`]). Called
+    /// only for sides with a device link. `Ok(None)`: not supported (the default); the
+    /// caller uses [`Backend::edge_forces`].
     fn edge_forces_peer(&mut self, _side: Side) -> Result<Option<DeviceBlock>, Failure> {
         Ok(None)
     }

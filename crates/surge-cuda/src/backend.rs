@@ -15,7 +15,7 @@ use cudarc::driver::{
 use std::ops::Range;
 use std::sync::Arc;
 use surge_core::backend::{
-    Backend, BadParticle, DeviceBlock, Failure, ForceStats, Part, Snapshot, Update, UpdateStats,
+    Backend, BadParticle, DeviceBlock, Failure, ForceStats, Link, Part, Snapshot, Update, UpdateStats,
 };
 use surge_core::buffers::{self, BufferId, BufferSet, ParticleState};
 use surge_core::case::{Case, Gauge};
@@ -155,18 +155,18 @@ pub struct CudaBackend {
     /// staged), before the inner forces. Shared with the neighbours' edge blocks
     /// ([`crate::peer`]): a block still held means a neighbour may still be copying.
     edge_done: Arc<CudaEvent>,
-    /// Whether a force pass copies the edges' values to `edge_stage` (the host path); off
-    /// once the values go to the neighbours GPU to GPU.
-    edges_to_host: bool,
-    /// Whether this force pass's edge values are in `edge_stage`.
-    edges_staged: bool,
+    /// Per side, whether a force pass copies the edge's values to `edge_stage` (a host
+    /// link); off where the values go to the neighbour GPU to GPU.
+    edges_to_host: [bool; 2],
+    /// Per side, whether this force pass's edge values are in `edge_stage`.
+    edges_staged: [bool; 2],
     /// The staging buffers of the last rebuild's particles for each neighbour, GPU to GPU
     /// (shared with the blocks sent).
     peer_out: [Option<Arc<Staging>>; 2],
     /// GPUs whose memory this one was given direct access to (ordinals).
     reached: Vec<usize>,
     /// The sides whose neighbour is a GPU of another rank of this node (CUDA IPC, see
-    /// [`crate::ipc`]), as the last rebuild was told.
+    /// [`crate::ipc`]), as the last rebuild was told ([`Link::Node`]).
     shared: [bool; 2],
     /// The exported buffers of the particles for such a neighbour, two per side used in
     /// turn, and whose turn is next.
@@ -454,8 +454,8 @@ impl CudaBackend {
             host_info: pinned(&ctx, 2 * cap)?,
             edge_stage: [pinned(&ctx, 4)?, pinned(&ctx, 4)?],
             edge_done: Arc::new(event()?),
-            edges_to_host: true,
-            edges_staged: false,
+            edges_to_host: [true; 2],
+            edges_staged: [false; 2],
             peer_out: [None, None],
             reached: Vec::new(),
             shared: [false; 2],
@@ -793,40 +793,38 @@ impl CudaBackend {
         Ok(DeviceBlock::Shared(Shared::Particles { mem, count: m as u64, buffers: buffers.0 }.to_bytes()))
     }
 
-    /// Queue the copies of the neighbours' particles (left, then right) after the `n` held,
-    /// each behind its sender's gathers; `n` counts them. Room must exist.
-    fn take_particles(&mut self, blocks: &[Option<Incoming>; 2]) -> Result<(), Failure> {
+    /// Queue the copies of a neighbour's particles after the `n` held, behind its sender's
+    /// gathers; `n` counts them. Room must exist.
+    fn take_particles(&mut self, b: &Incoming) -> Result<(), Failure> {
         let what = "copying particles from a neighbour's GPU";
-        for b in blocks.iter().flatten() {
-            let (m, set) = (b.count(), b.buffers());
-            if m == 0 {
-                continue;
-            }
-            let (src_ctx, src) = match b {
-                Incoming::Local(b) => {
-                    self.reach(&b.ctx)?;
-                    self.stream.wait(&b.staging.ready).map_err(|e| fail(what, e))?;
-                    (b.ctx.clone(), b.staging.buf.device_ptr(b.staging.buf.stream()).0)
-                }
-                // Mapped into this context; the sender synchronised after its gathers.
-                Incoming::Shared { src, .. } => (self.ctx.clone(), *src),
-            };
-            let stream = self.stream.clone();
-            let n = self.n;
-            let mut at = 0;
-            for id in set.iter() {
-                let per = id.elem_bytes() / 4;
-                let dst = self.conserved_mut(id).ok_or_else(|| format!("no device buffer for {}", id.name()))?;
-                let dst = dst.device_ptr(&stream).0 + 4 * (per * n) as u64;
-                // SAFETY: the source holds `per * m` words at `at` (it holds this buffer's
-                // words there); room for n + m particles exists; the source is not rewritten
-                // before the copy is over (see `crate::peer` and `crate::ipc`).
-                unsafe { peer::copy(&stream, dst, &src_ctx, src + 4 * at as u64, 4 * per * m) }
-                    .map_err(|e| fail(what, e))?;
-                at += segment_words(per, m);
-            }
-            self.n += m;
+        let (m, set) = (b.count(), b.buffers());
+        if m == 0 {
+            return Ok(());
         }
+        let (src_ctx, src) = match b {
+            Incoming::Local(b) => {
+                self.reach(&b.ctx)?;
+                self.stream.wait(&b.staging.ready).map_err(|e| fail(what, e))?;
+                (b.ctx.clone(), b.staging.buf.device_ptr(b.staging.buf.stream()).0)
+            }
+            // Mapped into this context; the sender synchronised after its gathers.
+            Incoming::Shared { src, .. } => (self.ctx.clone(), *src),
+        };
+        let stream = self.stream.clone();
+        let n = self.n;
+        let mut at = 0;
+        for id in set.iter() {
+            let per = id.elem_bytes() / 4;
+            let dst = self.conserved_mut(id).ok_or_else(|| format!("no device buffer for {}", id.name()))?;
+            let dst = dst.device_ptr(&stream).0 + 4 * (per * n) as u64;
+            // SAFETY: the source holds `per * m` words at `at` (it holds this buffer's
+            // words there); room for n + m particles exists; the source is not rewritten
+            // before the copy is over (see `crate::peer` and `crate::ipc`).
+            unsafe { peer::copy(&stream, dst, &src_ctx, src + 4 * at as u64, 4 * per * m) }
+                .map_err(|e| fail(what, e))?;
+            at += segment_words(per, m);
+        }
+        self.n += m;
         Ok(())
     }
 
@@ -1007,36 +1005,43 @@ impl CudaBackend {
 
     /// Copy the force values of both edges into the pinned staging buffers (no wait), when
     /// `to_host`, and record `edge_done` after them (after the edge forces in any case).
-    fn stage_edges(&mut self, to_host: bool) -> Result<(), String> {
+    fn stage_edges(&mut self, to_host: [bool; 2]) -> Result<(), String> {
         let what = "copying edge forces to the host";
-        for side in Side::BOTH.into_iter().filter(|_| to_host) {
-            let r = self.edges[side as usize].clone();
-            if r.is_empty() {
-                continue;
-            }
-            let words = 4 * r.len();
-            let stage = self.edge_stage[side as usize].as_mut_slice().map_err(|e| fail(what, e))?;
-            let (f, rest) = stage.split_at_mut(words);
-            self.stream.memcpy_dtoh(&self.force.slice(4 * r.start..4 * r.end), f).map_err(|e| fail(what, e))?;
-            if let Some(sh) = self.shift.as_ref() {
-                self.stream
-                    .memcpy_dtoh(&sh.slice(4 * r.start..4 * r.end), &mut rest[..words])
-                    .map_err(|e| fail(what, e))?;
-            }
+        for side in Side::BOTH.into_iter().filter(|&s| to_host[s as usize]) {
+            self.stage_host(side)?;
         }
-        self.edges_staged = to_host;
         self.edge_done.record(&self.stream).map_err(|e| fail(what, e))?;
-        if !to_host && self.shared.contains(&true) {
-            self.share_edges()?;
+        if Side::BOTH.iter().any(|&s| self.shared[s as usize] && !to_host[s as usize]) {
+            self.share_edges(to_host)?;
+        }
+        Ok(())
+    }
+
+    /// Queue the copy of the edge on `side`'s values to its pinned staging.
+    fn stage_host(&mut self, side: Side) -> Result<(), String> {
+        let what = "copying edge forces to the host";
+        let r = self.edges[side as usize].clone();
+        self.edges_staged[side as usize] = true;
+        if r.is_empty() {
+            return Ok(());
+        }
+        let words = 4 * r.len();
+        let stage = self.edge_stage[side as usize].as_mut_slice().map_err(|e| fail(what, e))?;
+        let (f, rest) = stage.split_at_mut(words);
+        self.stream.memcpy_dtoh(&self.force.slice(4 * r.start..4 * r.end), f).map_err(|e| fail(what, e))?;
+        if let Some(sh) = self.shift.as_ref() {
+            self.stream
+                .memcpy_dtoh(&sh.slice(4 * r.start..4 * r.end), &mut rest[..words])
+                .map_err(|e| fail(what, e))?;
         }
         Ok(())
     }
 
     /// Copy the edges' values for the neighbours on other ranks into their exported buffers
     /// (sized at the rebuild), then record the interprocess event they wait on.
-    fn share_edges(&mut self) -> Result<(), String> {
+    fn share_edges(&mut self, to_host: [bool; 2]) -> Result<(), String> {
         let what = "copying edge forces for a neighbouring rank's GPU";
-        for side in Side::BOTH.into_iter().filter(|&s| self.shared[s as usize]) {
+        for side in Side::BOTH.into_iter().filter(|&s| self.shared[s as usize] && !to_host[s as usize]) {
             let r = self.edges[side as usize].clone();
             let Some(buf) = self.ipc_edges[side as usize].as_ref() else { continue };
             let bytes = 16 * r.len();
@@ -1319,7 +1324,8 @@ impl Backend for CudaBackend {
         let m = self.own.len();
         out[Side::Left as usize] = self.gather_out(0..left)?;
         out[Side::Right as usize] = self.gather_out(m - right..m)?;
-        self.edges_to_host = true;
+        self.edges_to_host = [true; 2];
+        self.shared = [false; 2];
         self.finish_begin(map, me, kept)
     }
 
@@ -1328,27 +1334,28 @@ impl Backend for CudaBackend {
         map: &SliceMap,
         me: usize,
         rekey: bool,
-        remote: [bool; 2],
+        links: [Link; 2],
+        out: &mut [ParticleState; 2],
     ) -> Result<Option<[Option<DeviceBlock>; 2]>, Failure> {
         self.bind()?;
         self.edges_released()?;
         let (kept, left, right) = self.classify(map, me, rekey)?;
         let m = self.own.len();
-        let mut out: [Option<DeviceBlock>; 2] = [None, None];
+        let mut blocks: [Option<DeviceBlock>; 2] = [None, None];
         for (side, list) in [(Side::Left, 0..left), (Side::Right, m - right..m)] {
-            if map.neighbour(me, side).is_some() {
-                out[side as usize] = Some(if remote[side as usize] {
-                    self.gather_shared(side, list)?
-                } else {
-                    self.gather_peer(side, list)?
-                });
+            let s = side as usize;
+            match links[s] {
+                Link::Host => out[s] = self.gather_out(list)?,
+                _ if map.neighbour(me, side).is_none() => {}
+                Link::Process => blocks[s] = Some(self.gather_peer(side, list)?),
+                Link::Node => blocks[s] = Some(self.gather_shared(side, list)?),
             }
         }
-        self.shared = remote;
+        self.shared = links.map(|l| l == Link::Node);
         self.finish_begin(map, me, kept)?;
-        // The edge values will go GPU to GPU too: no copies to the host from now on.
-        self.edges_to_host = false;
-        Ok(Some(out))
+        // The edge values go where the particles went.
+        self.edges_to_host = links.map(|l| l == Link::Host);
+        Ok(Some(blocks))
     }
 
     fn share_offer(&mut self) -> Result<Option<Vec<u8>>, Failure> {
@@ -1402,11 +1409,20 @@ impl Backend for CudaBackend {
         Ok(())
     }
 
-    fn rebuild_end_peer(&mut self, incoming: [Option<DeviceBlock>; 2]) -> Result<(), Failure> {
+    fn rebuild_end_peer(
+        &mut self,
+        incoming: [Option<DeviceBlock>; 2],
+        states: [ParticleState; 2],
+    ) -> Result<(), Failure> {
         self.bind()?;
         let conserved = self.buffers.and(BufferSet::conserved());
         let mut blocks: [Option<Incoming>; 2] = [None, None];
         let mut bad = None;
+        for part in states.iter().filter(|p| !p.is_empty()) {
+            if let Err(e) = buffers::require(part.buffers(), conserved) {
+                bad = Some(format!("from a neighbour: {e}"));
+            }
+        }
         for (slot, b) in blocks.iter_mut().zip(incoming) {
             let b = match b {
                 None => continue,
@@ -1446,12 +1462,26 @@ impl Backend for CudaBackend {
             // The blocks held are released here, nothing was queued.
             return Err(Failure::Device(e));
         }
-        let total = self.n + blocks.iter().flatten().map(Incoming::count).sum::<usize>();
+        let total = self.n
+            + blocks.iter().flatten().map(Incoming::count).sum::<usize>()
+            + states.iter().map(ParticleState::len).sum::<usize>();
         self.ensure_capacity(total)?;
         // Left, then right, after the kept particles, as `rebuild_end` uploads them. The
         // blocks (hence the senders' staging buffers) are released only once the copies are
         // over, errors included (see `crate::peer`).
-        let queued = self.take_particles(&blocks);
+        let queued = (|| {
+            for (block, state) in blocks.iter().zip(&states) {
+                match block {
+                    Some(b) => self.take_particles(b)?,
+                    None if !state.is_empty() => {
+                        self.upload(state, self.n)?;
+                        self.n += state.len();
+                    }
+                    None => {}
+                }
+            }
+            Ok::<(), Failure>(())
+        })();
         let synced = self.stream.synchronize().map_err(|e| fail("copying particles from a neighbour's GPU", e));
         drop(blocks);
         queued?;
@@ -1470,7 +1500,7 @@ impl Backend for CudaBackend {
                 self.launch_forces(r)?;
                 // The edges' values go to pinned memory (unless they go GPU to GPU) before the
                 // inner part is launched, so `edge_forces` waits for the edges alone.
-                self.edges_staged = false;
+                self.edges_staged = [false; 2];
                 self.stage_edges(self.edges_to_host)?;
             }
             Part::Inner => {
@@ -1494,10 +1524,10 @@ impl Backend for CudaBackend {
         if self.edges[side as usize].is_empty() {
             return Ok(());
         }
-        if !self.edges_staged {
+        if !self.edges_staged[side as usize] {
             // The last pass sent them GPU to GPU: stage them now (behind the inner forces).
-            self.edges_to_host = true;
-            self.stage_edges(true)?;
+            self.edges_to_host[side as usize] = true;
+            self.stage_host(side).and_then(|()| self.edge_done.record(&self.stream).map_err(|e| fail(what, e)))?;
         }
         self.edge_done.synchronize().map_err(|e| fail(what, e))?;
         let words = 4 * self.values_per_particle() * self.edges[side as usize].len();
@@ -1544,7 +1574,7 @@ impl Backend for CudaBackend {
     fn edge_forces_peer(&mut self, side: Side) -> Result<Option<DeviceBlock>, Failure> {
         self.bind()?;
         // From the next pass on, the values stay on the GPU.
-        self.edges_to_host = false;
+        self.edges_to_host[side as usize] = false;
         let r = self.edges[side as usize].clone();
         if self.shared[side as usize] {
             // Copied to the exported buffer behind the edge forces (`share_edges`).

@@ -3,7 +3,7 @@
 //! with two GPUs, the second device runs on GPU 1 there, so the copies are peer copies).
 //! Skipped without a GPU unless `SURGE_REQUIRE_GPU` is set.
 
-use surge_core::backend::{Backend, DeviceBlock, Part, Snapshot, Update};
+use surge_core::backend::{Backend, DeviceBlock, Link, Part, Snapshot, Update};
 use surge_core::buffers::ParticleState;
 use surge_core::config::Scheme;
 use surge_core::decomp::{Side, SliceMap};
@@ -95,12 +95,14 @@ fn rebuild<B: Backend>(devs: &mut [B], map: &SliceMap, rekey: bool, peer: bool) 
     if peer {
         let mut out: Vec<[Option<DeviceBlock>; 2]> = Vec::new();
         for (i, d) in devs.iter_mut().enumerate() {
-            out.push(d.rebuild_begin_peer(map, i, rekey, [false; 2]).unwrap().expect("CUDA gives device blocks"));
+            let mut host = [ParticleState::default(), ParticleState::default()];
+            let links = [Link::Process; 2];
+            out.push(d.rebuild_begin_peer(map, i, rekey, links, &mut host).unwrap().expect("CUDA gives device blocks"));
         }
         for (i, d) in devs.iter_mut().enumerate() {
             let from_left = if i > 0 { out[i - 1][Side::Right as usize].take() } else { None };
             let from_right = if i + 1 < n { out[i + 1][Side::Left as usize].take() } else { None };
-            d.rebuild_end_peer([from_left, from_right]).unwrap();
+            d.rebuild_end_peer([from_left, from_right], Default::default()).unwrap();
         }
         return;
     }

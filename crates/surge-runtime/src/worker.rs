@@ -9,7 +9,7 @@
 use crate::exchange::{Exchange, Packet};
 use crate::simulation::StepState;
 use std::time::Instant;
-use surge_core::backend::{Backend, DeviceBlock, Failure, ForceStats, Part};
+use surge_core::backend::{Backend, DeviceBlock, Failure, ForceStats, Link, Part};
 use surge_core::buffers::ParticleState;
 use surge_core::decomp::{Move, Side, SliceMap};
 use surge_core::step::{plan, time_step, Stage};
@@ -73,11 +73,9 @@ pub(crate) struct Worker {
     /// A neighbour sent a failure notice, or a link broke.
     peer_failed: bool,
     edge_buf: Vec<[f32; 4]>,
-    /// Whether the exchanges stay on the devices ([`Packet::Device`]): None until the first
-    /// rebuild decides it for the whole run ([`Worker::decide_links`]), then fixed.
-    peer: Option<bool>,
-    /// The sides whose neighbour is a device of another process (blocks go as bytes).
-    remote: [bool; 2],
+    /// How each neighbour is reached: None until the first rebuild decides it
+    /// ([`Worker::decide_links`]), then fixed (neighbours never change).
+    links: Option<[Link; 2]>,
 }
 
 impl Worker {
@@ -99,8 +97,7 @@ impl Worker {
             failed: None,
             peer_failed: false,
             edge_buf: Vec::new(),
-            peer: None,
-            remote: [false; 2],
+            links: None,
         }
     }
 
@@ -183,14 +180,14 @@ impl Worker {
         let t0 = Instant::now();
         let map = self.pending.take().unwrap_or_else(|| self.map.clone());
         let me = self.me();
-        // Device to device when every link of the run allows it (decided once), else
-        // through host states.
-        self.decide_links()?;
-        let mut blocks: [Option<Packet>; 2] = [None, None];
-        if self.peer == Some(true) {
-            let remote = self.remote;
-            match self.call(|b| b.rebuild_begin_peer(&map, me, rekey, remote)) {
-                Some(Some(out)) => blocks = out.map(|b| b.map(Packet::Device)),
+        // Device to device over the links that allow it (decided once), else through host
+        // states.
+        let links = self.decide_links()?;
+        let mut out = [ParticleState::default(), ParticleState::default()];
+        let mut blocks: [Option<DeviceBlock>; 2] = [None, None];
+        if links.iter().any(|&l| l != Link::Host) {
+            match self.call(|b| b.rebuild_begin_peer(&map, me, rekey, links, &mut out)) {
+                Some(Some(b)) => blocks = b,
                 Some(None) => self.fail(Failure::Device(format!(
                     "{} offered its memory to its neighbours but gave no device blocks",
                     self.backend.name()
@@ -198,50 +195,54 @@ impl Worker {
                 // Broken: the sends below are failure notices.
                 None => {}
             }
-        }
-        if self.peer == Some(false) {
-            let mut out = [ParticleState::default(), ParticleState::default()];
+        } else {
             self.call(|b| b.rebuild_begin(&map, me, rekey, &mut out));
-            blocks = out.map(|p| Some(Packet::Particles(p)));
         }
         let old = std::mem::replace(&mut self.map, map);
         let t1 = Instant::now();
         // Neighbours of the new map (a device keeps its neighbours: boundaries move, devices
         // do not); send first, then receive, so no pair waits on the other.
         for side in self.neighbours() {
-            let p = match blocks[side as usize].take() {
-                Some(p) => p,
-                None => {
-                    if !self.broken() {
-                        self.fail(Failure::Device(format!("the backend gave no particles for the {side:?} neighbour")));
+            let s = side as usize;
+            let p = if links[s] == Link::Host {
+                Packet::Particles(std::mem::take(&mut out[s]))
+            } else {
+                match blocks[s].take() {
+                    Some(b) => Packet::Device(b),
+                    None => {
+                        if !self.broken() {
+                            self.fail(Failure::Device(format!(
+                                "the backend gave no particles for the {side:?} neighbour"
+                            )));
+                        }
+                        Packet::Failed
                     }
-                    Packet::Failed
                 }
             };
             self.send(side, p);
         }
-        // What was made for a side without a neighbour (host states) is dropped here.
-        drop(blocks);
-        let mut incoming = [ParticleState::default(), ParticleState::default()];
-        let mut incoming_dev: [Option<DeviceBlock>; 2] = [None, None];
-        let peer = self.peer == Some(true);
+        // What was made for a side without a neighbour is dropped here.
+        drop((out, blocks));
+        let mut states = [ParticleState::default(), ParticleState::default()];
+        let mut incoming: [Option<DeviceBlock>; 2] = [None, None];
         for side in self.neighbours() {
+            let host = links[side as usize] == Link::Host;
             match self.recv(side) {
-                Some(Packet::Particles(p)) if !peer => incoming[side as usize] = p,
-                Some(Packet::Device(b)) if peer => incoming_dev[side as usize] = Some(b),
+                Some(Packet::Particles(p)) if host => states[side as usize] = p,
+                Some(Packet::Device(b)) if !host => incoming[side as usize] = Some(b),
                 Some(p) => self.fail(Failure::Device(format!(
-                    "expected {}, got {}",
-                    if peer { "a device block" } else { "particles" },
+                    "expected {} from the {side:?} neighbour, got {}",
+                    if host { "particles" } else { "a device block" },
                     p.kind()
                 ))),
                 None => {}
             }
         }
         self.times.exchange += t1.elapsed().as_secs_f64();
-        if peer {
-            self.call(|b| b.rebuild_end_peer(incoming_dev));
+        if links.iter().any(|&l| l != Link::Host) {
+            self.call(|b| b.rebuild_end_peer(incoming, states));
         } else {
-            self.call(|b| b.rebuild_end(incoming));
+            self.call(|b| b.rebuild_end(states));
         }
         // Moves of this device's own boundaries.
         self.moves +=
@@ -250,52 +251,93 @@ impl Worker {
         Ok(())
     }
 
-    /// Decide, once for the whole run, whether the exchanges stay on the devices: every
-    /// device's backend must offer its memory ([`Backend::share_offer`]), and every device
-    /// with a neighbour on another rank must reach that neighbour's memory with the
-    /// neighbour's offer ([`Backend::share_accept`]: CUDA IPC on one node). One answer for
-    /// all (a reduction), so both ends of every link agree; else every exchange goes through
-    /// host memory. `SURGE_DEVICE_LINKS=host` in the environment (of every rank) forces the
-    /// latter, to compare the two.
-    fn decide_links(&mut self) -> Result<(), DeviceError> {
-        if self.peer.is_some() {
-            return Ok(());
+    /// How each neighbour is reached, decided at the first rebuild and then fixed. A
+    /// neighbour of this process: device to device when the backend offers its memory
+    /// ([`Backend::share_offer`]; every device of a process has the same backend kind). A
+    /// neighbour on another rank: device to device (CUDA IPC on one node) when each of the
+    /// two reaches the other's memory with its offer ([`Backend::share_accept`]); both tell
+    /// each other, so both ends agree. Else through host memory. `SURGE_DEVICE_LINKS` in the
+    /// environment (of every rank): `host` keeps every exchange on the host, `process` only
+    /// those between ranks (to compare, or where IPC misbehaves). Device 0 logs how many
+    /// links of each kind the run has.
+    fn decide_links(&mut self) -> Result<[Link; 2], DeviceError> {
+        if let Some(l) = self.links {
+            return Ok(l);
         }
-        let host = std::env::var("SURGE_DEVICE_LINKS").is_ok_and(|v| v.eq_ignore_ascii_case("host"));
-        let offer = if host { None } else { self.call(|b| b.share_offer()).flatten() };
-        let mut ok = offer.is_some();
+        let mode = std::env::var("SURGE_DEVICE_LINKS").unwrap_or_default().to_ascii_lowercase();
+        let offer = if mode == "host" { None } else { self.call(|b| b.share_offer()).flatten() };
         let me = self.me();
-        self.remote = Side::BOTH.map(|s| self.map.neighbour(me, s).is_some() && self.ex.remote(s));
-        let remote: Vec<Side> = Side::BOTH.into_iter().filter(|&s| self.remote[s as usize]).collect();
-        for &side in &remote {
-            self.send(side, Packet::Offer(offer.clone().unwrap_or_default()));
+        let mut links = [Link::Host; 2];
+        let remote: Vec<Side> = self.neighbours().filter(|&s| self.ex.remote(s)).collect();
+        for side in self.neighbours() {
+            if !remote.contains(&side) && offer.is_some() {
+                links[side as usize] = Link::Process;
+            }
         }
+        let share = if mode == "process" { Vec::new() } else { offer.unwrap_or_default() };
+        for &side in &remote {
+            self.send(side, Packet::Offer(share.clone()));
+        }
+        let mut mine = [false; 2];
         for &side in &remote {
             match self.recv(side) {
                 Some(Packet::Offer(o)) => {
-                    ok = ok && !o.is_empty() && self.call(|b| b.share_accept(&o)).unwrap_or(false);
+                    mine[side as usize] =
+                        !share.is_empty() && !o.is_empty() && self.call(|b| b.share_accept(&o)).unwrap_or(false);
                 }
                 Some(p) => self.fail(Failure::Device(format!("expected a memory offer, got {}", p.kind()))),
                 None => {}
             }
         }
-        let mut v = vec![if ok { 0.0 } else { 1.0 }];
-        self.reduce(&mut v)?;
-        let peer = v[0] == 0.0;
-        self.peer = Some(peer);
-        if me == 0 && self.ex.devices() > 1 {
+        // Each end's verdict to the other: a link is a device link when both reach across.
+        for &side in &remote {
+            self.send(side, Packet::Offer(vec![mine[side as usize] as u8]));
+        }
+        for &side in &remote {
+            match self.recv(side) {
+                Some(Packet::Offer(v)) => {
+                    if mine[side as usize] && v == [1] {
+                        links[side as usize] = Link::Node;
+                    }
+                }
+                Some(p) => self.fail(Failure::Device(format!("expected a link verdict, got {}", p.kind()))),
+                None => {}
+            }
+        }
+        // Every device's right link, for the log (a failure above is reported at the next
+        // reduction, as always).
+        let code = |l: Link| match l {
+            Link::Host => 0.0,
+            Link::Process => 1.0,
+            Link::Node => 2.0,
+        };
+        let all = self.ex.gather(code(links[Side::Right as usize]));
+        let all = match all {
+            Ok(a) => a,
+            Err(_) => {
+                self.peer_failed = true;
+                return Err(self.failed.take());
+            }
+        };
+        if me == 0 && all.len() > 1 {
+            // Each link once: the right side of every device but the last.
+            let r = &all[..all.len() - 1];
+            let count = |c: f64| r.iter().filter(|&&x| x == c).count();
             tracing::info!(
-                "halo exchanges: {}",
-                if peer {
-                    "device to device (peer copies within a process, CUDA IPC between ranks of a node)"
-                } else if host {
-                    "through host memory (SURGE_DEVICE_LINKS=host)"
+                "halo exchanges: {} link(s) GPU to GPU within a process, {} through CUDA IPC between ranks, \
+                 {} through host memory{}",
+                count(1.0),
+                count(2.0),
+                count(0.0),
+                if mode == "host" || mode == "process" {
+                    format!(" (SURGE_DEVICE_LINKS={mode})")
                 } else {
-                    "through host memory (some device cannot reach its neighbour's memory)"
+                    String::new()
                 }
             );
         }
-        Ok(())
+        self.links = Some(links);
+        Ok(links)
     }
 
     /// One force pass: edges, their values out, inner, wait, the neighbours' values in.
@@ -314,7 +356,7 @@ impl Worker {
         for side in self.neighbours() {
             // Device to device when the backend leaves the values there (the neighbour copies
             // them after waiting on this device's edges), else through the host.
-            if self.peer == Some(true) {
+            if self.links.is_some_and(|l| l[side as usize] != Link::Host) {
                 match self.call(|b| b.edge_forces_peer(side)) {
                     Some(Some(block)) => {
                         self.send(side, Packet::Device(block));
