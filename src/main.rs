@@ -32,7 +32,10 @@ const EXIT_INTERRUPTED: u8 = 3;
         and summary.json into out/<case name> (or --out).\n\n\
         Several devices: `--devices 0,1,2,3` (GPUs) or `--backend cpu --workers 4`; across nodes, a \
         `--features mpi` build under `mpirun -n N` or `srun` (see slurm/). The results are bitwise \
-        those of one device."
+        those of one device.\n\n\
+        Environment: SURGE_LOG (log filter, e.g. debug); SURGE_DEVICE_LINKS=host|process (halo \
+        exchanges through host memory everywhere, or between MPI ranks only; by default GPUs of \
+        one process copy peer to peer and ranks of one node use CUDA IPC)."
 )]
 struct Cli {
     #[command(subcommand)]
