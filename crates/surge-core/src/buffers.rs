@@ -108,6 +108,10 @@ macro_rules! buffers {
             pub fn take_from(&mut self, src: &mut Self, set: BufferSet) {
                 $( if set.contains(BufferId::$variant) { self.$field = std::mem::take(&mut src.$field); } )*
             }
+            /// Move buffer `id` out (left empty), to be read as bytes without a copy.
+            pub fn take_bytes(&mut self, id: BufferId) -> OwnedBytes {
+                match id { $(BufferId::$variant => OwnedBytes::new(std::mem::take(&mut self.$field))),* }
+            }
             /// Append the particles of `other` (left empty) to every buffer.
             pub fn append(&mut self, other: &mut Self) {
                 $( self.$field.append(&mut other.$field); )*
@@ -122,6 +126,43 @@ macro_rules! buffers {
             }
         }
     };
+}
+
+/// A typed buffer moved out of its arrays ([`ParticleArrays::take_bytes`]) or plain bytes,
+/// read as bytes: what a send to another rank owns until MPI is done with it, no copy made.
+pub struct OwnedBytes(Box<dyn AsBytes>);
+
+trait AsBytes: Send {
+    fn bytes(&self) -> &[u8];
+}
+
+impl<T: bytemuck::Pod + Send> AsBytes for Vec<T> {
+    fn bytes(&self) -> &[u8] {
+        bytemuck::cast_slice(self)
+    }
+}
+
+impl OwnedBytes {
+    /// A vector of plain values, moved in.
+    pub fn new<T: bytemuck::Pod + Send>(v: Vec<T>) -> OwnedBytes {
+        OwnedBytes(Box::new(v))
+    }
+    /// The bytes.
+    pub fn bytes(&self) -> &[u8] {
+        self.0.bytes()
+    }
+}
+
+impl From<Vec<u8>> for OwnedBytes {
+    fn from(v: Vec<u8>) -> OwnedBytes {
+        OwnedBytes::new(v)
+    }
+}
+
+impl std::fmt::Debug for OwnedBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "OwnedBytes({} bytes)", self.bytes().len())
+    }
 }
 
 buffers! {

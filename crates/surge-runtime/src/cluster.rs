@@ -4,6 +4,7 @@
 //! without `mpirun`, the process is rank 0 of 1 ([`Single`]).
 
 use std::sync::Arc;
+use surge_core::buffers::OwnedBytes;
 
 /// Tags of point-to-point messages: particles and forces between neighbouring devices
 /// travel on one tag per direction (MPI keeps their order); output to rank 0 on its own.
@@ -41,6 +42,20 @@ pub trait Cluster: Send + Sync {
     fn send(&self, to: usize, tag: i32, bytes: Vec<u8>);
     /// Receive the next bytes from a rank with a tag (blocks).
     fn recv(&self, from: usize, tag: i32) -> Vec<u8>;
+    /// Send bytes the message owns (a buffer moved out of its arrays: no copy made).
+    fn send_owned(&self, to: usize, tag: i32, bytes: OwnedBytes) {
+        self.send(to, tag, bytes.bytes().to_vec());
+    }
+    /// Receive the next message from a rank with a tag into `buf`, which it must fill
+    /// exactly (blocks); an error names both lengths.
+    fn recv_into(&self, from: usize, tag: i32, buf: &mut [u8]) -> Result<(), String> {
+        let v = self.recv(from, tag);
+        if v.len() != buf.len() {
+            return Err(format!("a message of {} bytes from rank {from}, expected {}", v.len(), buf.len()));
+        }
+        buf.copy_from_slice(&v);
+        Ok(())
+    }
     /// Wait for every rank.
     fn barrier(&self);
     /// Stop the whole job (every rank) with an exit code.
@@ -133,8 +148,9 @@ pub mod mpi_cluster {
     use std::sync::mpsc::{channel, Sender};
     use std::sync::{Arc, Mutex};
     use std::thread::JoinHandle;
+    use surge_core::buffers::OwnedBytes;
 
-    type Outgoing = (usize, i32, Vec<u8>);
+    type Outgoing = (usize, i32, OwnedBytes);
 
     fn lock_ignoring_poison(l: &Mutex<()>) -> std::sync::MutexGuard<'_, ()> {
         l.lock().unwrap_or_else(|p| p.into_inner())
@@ -201,12 +217,13 @@ pub mod mpi_cluster {
                     let world = SimpleCommunicator::world();
                     let p = world.process_at_rank(to as i32);
                     for (_, tag, bytes) in rx {
+                        let bytes = bytes.bytes();
                         match &lock {
-                            None => p.send_with_tag(&bytes[..], tag),
+                            None => p.send_with_tag(bytes, tag),
                             Some(l) => mpi::request::scope(|s| {
                                 let mut req = {
                                     let _g = lock_ignoring_poison(l);
-                                    p.immediate_send_with_tag(s, &bytes[..], tag)
+                                    p.immediate_send_with_tag(s, bytes, tag)
                                 };
                                 loop {
                                     let r = {
@@ -279,7 +296,31 @@ pub mod mpi_cluster {
             }
         }
         fn send(&self, to: usize, tag: i32, bytes: Vec<u8>) {
+            let _ = self.sender(to).send((to, tag, bytes.into()));
+        }
+        fn send_owned(&self, to: usize, tag: i32, bytes: OwnedBytes) {
             let _ = self.sender(to).send((to, tag, bytes));
+        }
+        fn recv_into(&self, from: usize, tag: i32, buf: &mut [u8]) -> Result<(), String> {
+            let p = self.world.process_at_rank(from as i32);
+            // Matched, so the length is checked before the receive (no truncation error).
+            let (m, status) = loop {
+                if self.lock.is_none() {
+                    break p.matched_probe_with_tag(tag);
+                }
+                if let Some(got) = self.locked(|| p.immediate_matched_probe_with_tag(tag)) {
+                    break got;
+                }
+                std::thread::yield_now();
+            };
+            let n = status.count(u8::equivalent_datatype()) as usize;
+            if n != buf.len() {
+                // Take it anyway (into a scratch vector), so the stream of messages stays in step.
+                let _ = self.locked(|| (m, status).matched_receive_vec::<u8>());
+                return Err(format!("a message of {n} bytes from rank {from}, expected {}", buf.len()));
+            }
+            self.locked(|| m.matched_receive_into(buf));
+            Ok(())
         }
         fn recv(&self, from: usize, tag: i32) -> Vec<u8> {
             let p = self.world.process_at_rank(from as i32);

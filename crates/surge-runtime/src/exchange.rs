@@ -11,7 +11,7 @@ use crate::cluster::{tag, Cluster, Single};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Arc;
 use surge_core::backend::DeviceBlock;
-use surge_core::buffers::{BufferSet, ParticleState};
+use surge_core::buffers::{BufferSet, OwnedBytes, ParticleState};
 use surge_core::decomp::Side;
 
 /// A message to a neighbour.
@@ -235,7 +235,12 @@ impl Exchange for Local {
     }
     fn send(&mut self, side: Side, p: Packet) -> Result<(), String> {
         if let Some(rank) = self.remote[side as usize] {
-            self.cluster.send(rank, Self::tag_to(side), encode(&p));
+            let tag = Self::tag_to(side);
+            let (first, rest) = encode(p);
+            self.cluster.send(rank, tag, first);
+            for part in rest {
+                self.cluster.send_owned(rank, tag, part);
+            }
             return Ok(());
         }
         let d = self.neighbour(side);
@@ -247,7 +252,9 @@ impl Exchange for Local {
     fn recv(&mut self, side: Side) -> Result<Packet, String> {
         if let Some(rank) = self.remote[side as usize] {
             // What the neighbour sent towards this side travels the other way.
-            return decode(&self.cluster.recv(rank, Self::tag_to(side.opposite())));
+            let tag = Self::tag_to(side.opposite());
+            let cluster = self.cluster.clone();
+            return decode(&cluster.recv(rank, tag), |buf| cluster.recv_into(rank, tag, buf));
         }
         let d = self.neighbour(side);
         match &self.from[side as usize] {
@@ -272,67 +279,50 @@ impl Exchange for Local {
     }
 }
 
-/// A packet as bytes for MPI: a kind byte, then the force values or the particle buffers
-/// (postcard header: buffer set and count; then each held buffer's raw bytes).
-pub fn encode(p: &Packet) -> Vec<u8> {
+/// A packet as MPI messages: the first holds a kind byte, then the force values, a shared
+/// device block, or for particles a header (postcard: buffer set and count); particles'
+/// buffers follow, each held buffer's raw bytes a message of its own, moved out of the state
+/// (no copy: MPI reads them where they are).
+pub fn encode(p: Packet) -> (Vec<u8>, Vec<OwnedBytes>) {
+    let first = |kind: u8, body: &[u8]| [&[kind][..], body].concat();
     match p {
         // A local device block never crosses ranks (the worker sends none there): a failure.
-        Packet::Failed | Packet::Device(DeviceBlock::Local(_)) => vec![0],
-        Packet::Device(DeviceBlock::Shared(b)) => [&[3u8][..], b].concat(),
-        Packet::Offer(b) => [&[4u8][..], b].concat(),
-        Packet::Forces(v) => {
-            let mut out = Vec::with_capacity(1 + 16 * v.len());
-            out.push(1);
-            out.extend_from_slice(bytemuck::cast_slice(v));
-            out
-        }
+        Packet::Failed | Packet::Device(DeviceBlock::Local(_)) => (vec![0], Vec::new()),
+        Packet::Forces(v) => (first(1, bytemuck::cast_slice(&v)), Vec::new()),
+        Packet::Device(DeviceBlock::Shared(b)) => (first(3, &b), Vec::new()),
+        Packet::Offer(b) => (first(4, &b), Vec::new()),
         Packet::Particles(s) => {
-            let head = postcard::to_stdvec(&(s.buffers().0, s.len() as u64)).expect("a header serialises");
-            let body: usize = s.buffers().iter().map(|b| s.bytes(b).len()).sum();
-            // One allocation: rebuild messages run to tens of MB.
-            let mut out = Vec::with_capacity(5 + head.len() + body);
-            out.push(2);
-            out.extend_from_slice(&(head.len() as u32).to_le_bytes());
-            out.extend_from_slice(&head);
-            for b in s.buffers().iter() {
-                out.extend_from_slice(s.bytes(b));
-            }
-            out
+            let set = s.buffers();
+            let head = postcard::to_stdvec(&(set.0, s.len() as u64)).expect("a header serialises");
+            let mut arrays = s.into_arrays();
+            (first(2, &head), set.iter().map(|b| arrays.take_bytes(b)).collect())
         }
     }
 }
 
-/// The packet [`encode`] wrote.
-pub fn decode(bytes: &[u8]) -> Result<Packet, String> {
+/// The packet [`encode`] wrote: its first message, and `next` to receive each message that
+/// follows into the buffer it is given (which it must fill exactly).
+pub fn decode(first: &[u8], mut next: impl FnMut(&mut [u8]) -> Result<(), String>) -> Result<Packet, String> {
     let bad = || "a malformed message from a neighbouring rank".to_string();
-    match bytes.first() {
+    let body = first.get(1..).unwrap_or_default();
+    match first.first() {
         Some(0) => Ok(Packet::Failed),
         Some(1) => {
-            let body = &bytes[1..];
             if body.len() % 16 != 0 {
                 return Err(bad());
             }
             Ok(Packet::Forces(body.chunks_exact(16).map(|c| bytemuck::pod_read_unaligned(c)).collect()))
         }
         Some(2) => {
-            let len = u32::from_le_bytes(bytes.get(1..5).ok_or_else(bad)?.try_into().map_err(|_| bad())?) as usize;
-            let (set, n): (u32, u64) =
-                postcard::from_bytes(bytes.get(5..5 + len).ok_or_else(bad)?).map_err(|_| bad())?;
+            let (set, n): (u32, u64) = postcard::from_bytes(body).map_err(|_| bad())?;
             let mut s = ParticleState::zeroed(n as usize, BufferSet(set));
-            let mut at = 5 + len;
             for b in s.buffers().iter() {
-                let dst = s.bytes_mut(b);
-                let src = bytes.get(at..at + dst.len()).ok_or_else(bad)?;
-                dst.copy_from_slice(src);
-                at += dst.len();
-            }
-            if at != bytes.len() {
-                return Err(bad());
+                next(s.bytes_mut(b)).map_err(|e| format!("particles from a neighbouring rank: {e}"))?;
             }
             Ok(Packet::Particles(s))
         }
-        Some(3) => Ok(Packet::Device(DeviceBlock::Shared(bytes[1..].to_vec()))),
-        Some(4) => Ok(Packet::Offer(bytes[1..].to_vec())),
+        Some(3) => Ok(Packet::Device(DeviceBlock::Shared(body.to_vec()))),
+        Some(4) => Ok(Packet::Offer(body.to_vec())),
         _ => Err(bad()),
     }
 }
@@ -377,6 +367,19 @@ mod tests {
 
     #[test]
     fn packets_survive_the_bytes_of_mpi() {
+        // The messages of `encode`, received one after the other as MPI would deliver them.
+        let round_trip = |p: Packet| {
+            let (first, rest) = encode(p);
+            let mut rest = rest.into_iter();
+            decode(&first, |buf| {
+                let m = rest.next().ok_or("no more messages")?;
+                if m.bytes().len() != buf.len() {
+                    return Err(format!("{} bytes, expected {}", m.bytes().len(), buf.len()));
+                }
+                buf.copy_from_slice(m.bytes());
+                Ok(())
+            })
+        };
         let mut a = surge_core::buffers::ParticleArrays::zeroed(3);
         for i in 0..3 {
             a.info[i] = [7 - i as u32, 1];
@@ -384,7 +387,7 @@ mod tests {
         }
         let mut s = ParticleState::default();
         s.copy_from(&a, BufferSet::all());
-        match decode(&encode(&Packet::Particles(s.clone()))).unwrap() {
+        match round_trip(Packet::Particles(s.clone())).unwrap() {
             Packet::Particles(t) => {
                 assert_eq!(t.buffers(), s.buffers());
                 for b in s.buffers().iter() {
@@ -394,21 +397,24 @@ mod tests {
             p => panic!("{}", p.kind()),
         }
         let f = vec![[1.0f32, -2.0, 3.5, f32::NAN]; 5];
-        match decode(&encode(&Packet::Forces(f.clone()))).unwrap() {
+        match round_trip(Packet::Forces(f.clone())).unwrap() {
             Packet::Forces(g) => assert_eq!(bytemuck::cast_slice::<_, u32>(&g), bytemuck::cast_slice::<_, u32>(&f)),
             p => panic!("{}", p.kind()),
         }
-        assert!(matches!(decode(&encode(&Packet::Failed)).unwrap(), Packet::Failed));
-        match decode(&encode(&Packet::Device(DeviceBlock::Shared(vec![9, 0, 7])))).unwrap() {
+        assert!(matches!(round_trip(Packet::Failed).unwrap(), Packet::Failed));
+        match round_trip(Packet::Device(DeviceBlock::Shared(vec![9, 0, 7]))).unwrap() {
             Packet::Device(DeviceBlock::Shared(b)) => assert_eq!(b, [9, 0, 7]),
             p => panic!("{}", p.kind()),
         }
-        match decode(&encode(&Packet::Offer(vec![]))).unwrap() {
+        match round_trip(Packet::Offer(vec![])).unwrap() {
             Packet::Offer(b) => assert!(b.is_empty()),
             p => panic!("{}", p.kind()),
         }
-        assert!(decode(&[2, 9, 9]).is_err());
-        assert!(decode(&[]).is_err());
+        // A header whose buffers do not follow, or follow short, is an error.
+        let (first, _) = encode(Packet::Particles(s.clone()));
+        assert!(decode(&first, |_| Err("no more messages".into())).is_err());
+        assert!(decode(&[2, 0x80], |_| Ok(())).is_err());
+        assert!(decode(&[], |_| Ok(())).is_err());
     }
 
     #[test]
