@@ -279,16 +279,17 @@ impl Exchange for Local {
     }
 }
 
-/// A packet as MPI messages: the first holds a kind byte, then the force values, a shared
-/// device block, or for particles a header (postcard: buffer set and count); particles'
-/// buffers follow, each held buffer's raw bytes a message of its own, moved out of the state
-/// (no copy: MPI reads them where they are).
+/// A packet as MPI messages: the first holds a kind byte, then the number of force values, a
+/// shared device block, or for particles a header (postcard: buffer set and count); the
+/// force values follow as one message, the particles' buffers as one message each, moved
+/// out of the packet (no copy: MPI reads them where they are, and writes them where they
+/// go, [`decode`]).
 pub fn encode(p: Packet) -> (Vec<u8>, Vec<OwnedBytes>) {
     let first = |kind: u8, body: &[u8]| [&[kind][..], body].concat();
     match p {
         // A local device block never crosses ranks (the worker sends none there): a failure.
         Packet::Failed | Packet::Device(DeviceBlock::Local(_)) => (vec![0], Vec::new()),
-        Packet::Forces(v) => (first(1, bytemuck::cast_slice(&v)), Vec::new()),
+        Packet::Forces(v) => (first(1, &(v.len() as u64).to_le_bytes()), vec![OwnedBytes::new(v)]),
         Packet::Device(DeviceBlock::Shared(b)) => (first(3, &b), Vec::new()),
         Packet::Offer(b) => (first(4, &b), Vec::new()),
         Packet::Particles(s) => {
@@ -308,10 +309,11 @@ pub fn decode(first: &[u8], mut next: impl FnMut(&mut [u8]) -> Result<(), String
     match first.first() {
         Some(0) => Ok(Packet::Failed),
         Some(1) => {
-            if body.len() % 16 != 0 {
-                return Err(bad());
-            }
-            Ok(Packet::Forces(body.chunks_exact(16).map(|c| bytemuck::pod_read_unaligned(c)).collect()))
+            let n = u64::from_le_bytes(body.try_into().map_err(|_| bad())?) as usize;
+            let mut v = vec![[0f32; 4]; n];
+            next(bytemuck::cast_slice_mut(&mut v))
+                .map_err(|e| format!("force values from a neighbouring rank: {e}"))?;
+            Ok(Packet::Forces(v))
         }
         Some(2) => {
             let (set, n): (u32, u64) = postcard::from_bytes(body).map_err(|_| bad())?;
