@@ -290,3 +290,24 @@ pub(crate) fn accept(imports: &mut Imports, offer: &[u8]) -> Result<(), String> 
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_survive_their_bytes_and_bad_handles_are_refused() {
+        let h: Vec<u8> = (0..64).collect();
+        let m = Shared::Forces { mem: h.clone(), event: h.clone(), count: 7, shift: true };
+        match Shared::from_bytes(&m.to_bytes()).unwrap() {
+            Shared::Forces { mem, event, count, shift } => {
+                assert_eq!((mem, event, count, shift), (h.clone(), h.clone(), 7, true));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(Shared::from_bytes(&[9, 9, 9]).is_err());
+        assert!(mem_handle(&h).is_ok() && event_handle(&h).is_ok());
+        assert!(mem_handle(&h[..63]).unwrap_err().contains("63 bytes"));
+        assert!(event_handle(&[]).unwrap_err().contains("0 bytes"));
+    }
+}
