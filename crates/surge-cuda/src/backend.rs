@@ -716,7 +716,7 @@ impl CudaBackend {
     /// [`BufferSet::iter`] order); returns the buffer set.
     ///
     /// # Safety
-    /// `dst` must hold [`staging_words`] words for `list.len()` particles and stay allocated
+    /// `dst` must hold [`Self::staging_words`] words for `list.len()` particles and stay allocated
     /// until the gathers are over.
     unsafe fn gather_to(&mut self, list: Range<usize>, dst: sys::CUdeviceptr) -> Result<BufferSet, String> {
         let what = "copying particles for a neighbour's GPU";

@@ -265,6 +265,12 @@ impl Worker {
             return Ok(l);
         }
         let mode = std::env::var("SURGE_DEVICE_LINKS").unwrap_or_default().to_ascii_lowercase();
+        if !["", "auto", "host", "process"].contains(&mode.as_str()) {
+            self.fail(Failure::Device(format!(
+                "SURGE_DEVICE_LINKS={mode}: expected host (every exchange through host memory), process \
+                 (between ranks only) or auto (the default)"
+            )));
+        }
         let offer = if mode == "host" { None } else { self.call(|b| b.share_offer()).flatten() };
         let me = self.me();
         let mut links = [Link::Host; 2];
@@ -295,11 +301,8 @@ impl Worker {
         }
         for &side in &remote {
             match self.recv(side) {
-                Some(Packet::Offer(v)) => {
-                    if mine[side as usize] && v == [1] {
-                        links[side as usize] = Link::Node;
-                    }
-                }
+                Some(Packet::Offer(v)) if mine[side as usize] && v == [1] => links[side as usize] = Link::Node,
+                Some(Packet::Offer(_)) => {}
                 Some(p) => self.fail(Failure::Device(format!("expected a link verdict, got {}", p.kind()))),
                 None => {}
             }
@@ -324,7 +327,7 @@ impl Worker {
             let r = &all[..all.len() - 1];
             let count = |c: f64| r.iter().filter(|&&x| x == c).count();
             tracing::info!(
-                "halo exchanges: {} link(s) GPU to GPU within a process, {} through CUDA IPC between ranks, \
+                "halo exchanges: {} link(s) device to device within a process, {} through CUDA IPC between ranks, \
                  {} through host memory{}",
                 count(1.0),
                 count(2.0),
