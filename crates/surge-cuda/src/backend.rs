@@ -1003,8 +1003,10 @@ impl CudaBackend {
         Ok(())
     }
 
-    /// Copy the force values of both edges into the pinned staging buffers (no wait), when
-    /// `to_host`, and record `edge_done` after them (after the edge forces in any case).
+    /// Copy the force values of the edges with `to_host` into their pinned staging buffers
+    /// (no wait), record `edge_done` after them (after the edge forces in any case), then
+    /// copy those for neighbours on other ranks into their exported buffers
+    /// ([`Self::share_edges`]).
     fn stage_edges(&mut self, to_host: [bool; 2]) -> Result<(), String> {
         let what = "copying edge forces to the host";
         for side in Side::BOTH.into_iter().filter(|&s| to_host[s as usize]) {
