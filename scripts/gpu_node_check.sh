@@ -24,7 +24,7 @@ harness() { # out-name, options...
 harness process --ranks 1 --devices-per-rank "$list"
 [ "$ngpu" -ge 2 ] && harness ranks --ranks "$ngpu" --devices-per-rank 1
 echo "=== checks"
-sed -n '/=== summary/,$p' "$logs/devices.txt" "$logs/mpi.txt"
+grep -hE ": ok|FAILED|bitwise|DIFFERENT|halo exchanges" "$logs/devices.txt" "$logs/mpi.txt"
 for t in process ranks; do
     [ -f "$logs/$t/scaling.md" ] || continue
     echo "=== $t"
