@@ -163,51 +163,95 @@ fn too_many_devices_for_the_layers_is_a_clear_error() {
 }
 
 /// A CPU backend that hands its neighbours device blocks (host buffers in a box), so the
-/// workers take the GPU-to-GPU exchange path of the protocol ([`surge_runtime`]'s worker).
-struct Blocks(surge_cpu::CpuBackend);
+/// workers take the GPU-to-GPU exchange path of the protocol ([`surge_runtime`]'s worker);
+/// to neighbours on other ranks it offers "shared" blocks (the buffers as bytes, as CUDA
+/// IPC sends handles), accepted when `accept` says so.
+struct Blocks {
+    cpu: surge_cpu::CpuBackend,
+    accept: bool,
+    links: [surge_core::backend::Link; 2],
+}
+
+impl Blocks {
+    fn new(cpu: surge_cpu::CpuBackend, accept: bool) -> Blocks {
+        Blocks { cpu, accept, links: Default::default() }
+    }
+}
+
+/// Shared blocks taken, over every worker.
+static SHARED_TAKEN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// Device blocks taken, over every worker.
 static BLOCKS_TAKEN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 mod blocks {
-    use super::{Blocks, BLOCKS_TAKEN};
+    use super::{Blocks, BLOCKS_TAKEN, SHARED_TAKEN};
     use std::sync::atomic::Ordering;
     use surge_core::backend::*;
     use surge_core::buffers::ParticleState;
     use surge_core::decomp::{Side, SliceMap};
     use surge_core::gauge::Interpolate;
     use surge_core::grid::Grid;
+    use surge_runtime::exchange::{decode, encode, Packet};
+
+    /// A state as one byte string: the messages MPI would carry, each length-prefixed.
+    fn to_bytes(p: ParticleState) -> Vec<u8> {
+        let (first, rest) = encode(Packet::Particles(p));
+        let mut out = Vec::new();
+        for m in std::iter::once(first).chain(rest.iter().map(|r| r.bytes().to_vec())) {
+            out.extend_from_slice(&(m.len() as u64).to_le_bytes());
+            out.extend_from_slice(&m);
+        }
+        out
+    }
+
+    fn from_bytes(b: &[u8]) -> Result<ParticleState, Failure> {
+        let mut at = 0;
+        let mut next = || {
+            let n = u64::from_le_bytes(b[at..at + 8].try_into().unwrap()) as usize;
+            at += 8 + n;
+            &b[at - n..at]
+        };
+        let first = next().to_vec();
+        match decode(&first, |buf| {
+            buf.copy_from_slice(next());
+            Ok(())
+        }) {
+            Ok(Packet::Particles(p)) => Ok(p),
+            _ => Err(Failure::Device("a shared block that is not particles".into())),
+        }
+    }
 
     fn take<T: 'static>(b: DeviceBlock) -> Result<T, Failure> {
         match b {
             DeviceBlock::Local(b) => {
                 b.downcast::<T>().map(|b| *b).map_err(|_| Failure::Device("a block of another kind".into()))
             }
-            DeviceBlock::Shared(_) => Err(Failure::Device("a shared block between threads".into())),
+            DeviceBlock::Shared(_) => Err(Failure::Device("a shared block where a local one was due".into())),
         }
     }
 
     impl Interpolate for Blocks {
         fn fluid_sums(&mut self, xs: &[[f64; 3]], out: &mut Vec<(f64, f64)>) -> Result<(), String> {
-            self.0.fluid_sums(xs, out)
+            self.cpu.fluid_sums(xs, out)
         }
         fn fluid_front(&mut self, axis: usize, below: f64) -> Result<Option<f64>, String> {
-            self.0.fluid_front(axis, below)
+            self.cpu.fluid_front(axis, below)
         }
     }
 
     impl Backend for Blocks {
         fn name(&self) -> String {
-            self.0.name()
+            self.cpu.name()
         }
         fn len(&self) -> usize {
-            self.0.len()
+            self.cpu.len()
         }
         fn bytes_per_particle(&self) -> usize {
-            self.0.bytes_per_particle()
+            self.cpu.bytes_per_particle()
         }
         fn grid(&self) -> &Grid {
-            self.0.grid()
+            self.cpu.grid()
         }
         fn rebuild_begin(
             &mut self,
@@ -216,10 +260,10 @@ mod blocks {
             rekey: bool,
             out: &mut [ParticleState; 2],
         ) -> Result<(), Failure> {
-            self.0.rebuild_begin(map, me, rekey, out)
+            self.cpu.rebuild_begin(map, me, rekey, out)
         }
         fn rebuild_end(&mut self, incoming: [ParticleState; 2]) -> Result<(), Failure> {
-            self.0.rebuild_end(incoming)
+            self.cpu.rebuild_end(incoming)
         }
         fn rebuild_begin_peer(
             &mut self,
@@ -229,11 +273,16 @@ mod blocks {
             links: [Link; 2],
             out: &mut [ParticleState; 2],
         ) -> Result<Option<[Option<DeviceBlock>; 2]>, Failure> {
-            assert!(!links.contains(&Link::Node), "no other process here");
-            self.0.rebuild_begin(map, me, rekey, out)?;
+            self.cpu.rebuild_begin(map, me, rekey, out)?;
+            self.links = links;
             let mut block = |s: Side| {
-                (links[s as usize] == Link::Process && map.neighbour(me, s).is_some())
-                    .then(|| DeviceBlock::Local(Box::new(std::mem::take(&mut out[s as usize]))))
+                let mut st = || std::mem::take(&mut out[s as usize]);
+                match links[s as usize] {
+                    _ if map.neighbour(me, s).is_none() => None,
+                    Link::Host => None,
+                    Link::Process => Some(DeviceBlock::Local(Box::new(st()))),
+                    Link::Node => Some(DeviceBlock::Shared(to_bytes(st()))),
+                }
             };
             Ok(Some([block(Side::Left), block(Side::Right)]))
         }
@@ -243,49 +292,68 @@ mod blocks {
             states: [ParticleState; 2],
         ) -> Result<(), Failure> {
             let ([l, r], [sl, sr]) = (blocks, states);
-            let pick = |b: Option<DeviceBlock>, st: ParticleState| b.map_or(Ok(st), take::<ParticleState>);
+            let pick = |b: Option<DeviceBlock>, st: ParticleState| match b {
+                None => Ok(st),
+                Some(DeviceBlock::Shared(bytes)) => {
+                    SHARED_TAKEN.fetch_add(1, Ordering::Relaxed);
+                    from_bytes(&bytes)
+                }
+                Some(b) => take::<ParticleState>(b),
+            };
             BLOCKS_TAKEN.fetch_add(1, Ordering::Relaxed);
-            self.0.rebuild_end([pick(l, sl)?, pick(r, sr)?])
+            self.cpu.rebuild_end([pick(l, sl)?, pick(r, sr)?])
         }
         fn forces(&mut self, part: Part) -> Result<(), Failure> {
-            self.0.forces(part)
+            self.cpu.forces(part)
         }
         fn inner_forces_run_on(&self) -> bool {
-            self.0.inner_forces_run_on()
+            self.cpu.inner_forces_run_on()
         }
         fn force_stats(&mut self) -> Result<ForceStats, Failure> {
-            self.0.force_stats()
+            self.cpu.force_stats()
         }
         fn edge_forces(&mut self, side: Side, out: &mut Vec<[f32; 4]>) -> Result<(), Failure> {
-            self.0.edge_forces(side, out)
+            self.cpu.edge_forces(side, out)
         }
         fn set_copy_forces(&mut self, side: Side, values: &[[f32; 4]]) -> Result<(), Failure> {
-            self.0.set_copy_forces(side, values)
+            self.cpu.set_copy_forces(side, values)
         }
         fn edge_forces_peer(&mut self, side: Side) -> Result<Option<DeviceBlock>, Failure> {
             let mut v = Vec::new();
-            self.0.edge_forces(side, &mut v)?;
-            Ok(Some(DeviceBlock::Local(Box::new(v))))
+            self.cpu.edge_forces(side, &mut v)?;
+            Ok(Some(match self.links[side as usize] {
+                Link::Node => DeviceBlock::Shared(bytemuck::cast_slice(&v).to_vec()),
+                _ => DeviceBlock::Local(Box::new(v)),
+            }))
         }
         fn share_offer(&mut self) -> Result<Option<Vec<u8>>, Failure> {
-            // Device blocks between threads; nothing for another process.
-            Ok(Some(Vec::new()))
+            Ok(Some(b"blocks".to_vec()))
+        }
+        fn share_accept(&mut self, offer: &[u8]) -> Result<bool, Failure> {
+            Ok(self.accept && offer == b"blocks")
         }
         fn set_copy_forces_peer(&mut self, side: Side, block: DeviceBlock) -> Result<(), Failure> {
             BLOCKS_TAKEN.fetch_add(1, Ordering::Relaxed);
-            self.0.set_copy_forces(side, &take::<Vec<[f32; 4]>>(block)?)
+            match block {
+                DeviceBlock::Shared(bytes) => {
+                    SHARED_TAKEN.fetch_add(1, Ordering::Relaxed);
+                    let v: Vec<[f32; 4]> = bytes.chunks_exact(16).map(bytemuck::pod_read_unaligned).collect();
+                    self.cpu.set_copy_forces(side, &v)
+                }
+                b => self.cpu.set_copy_forces(side, &take::<Vec<[f32; 4]>>(b)?),
+            }
         }
         fn update(&mut self, which: Update, dt: f64) -> Result<UpdateStats, Failure> {
-            self.0.update(which, dt)
+            self.cpu.update(which, dt)
         }
         fn snapshot(&mut self, out: &mut Snapshot) -> Result<(), Failure> {
-            self.0.snapshot(out)
+            self.cpu.snapshot(out)
         }
         fn export_state(&mut self, out: &mut ParticleState) -> Result<(), Failure> {
-            self.0.export_state(out)
+            self.cpu.export_state(out)
         }
         fn import_state(&mut self, state: ParticleState) -> Result<(), String> {
-            self.0.import_state(state)
+            self.cpu.import_state(state)
         }
     }
 }
@@ -307,7 +375,7 @@ fn device_blocks_between_workers_change_nothing() {
             let case = case.clone();
             Box::new(move || {
                 surge_cpu::CpuBackend::new(&case, &part, 1)
-                    .map(|b| Box::new(Blocks(b)) as Box<dyn surge_core::backend::Backend>)
+                    .map(|b| Box::new(Blocks::new(b, true)) as Box<dyn surge_core::backend::Backend>)
             }) as surge_runtime::team::Loader
         })
         .collect();
@@ -320,4 +388,174 @@ fn device_blocks_between_workers_change_nothing() {
     let moves: u64 = many.reports().iter().map(|r| r.moves).sum();
     assert!(moves >= 2, "the load balancer moved {moves} boundaries");
     assert_same_particles(&one.snapshot().unwrap(), &many.snapshot().unwrap(), "device blocks on 3 devices");
+}
+
+/// Ranks in one process, for the protocol between ranks without MPI: mailboxes per
+/// (from, to, tag), collectives through a table of slots (every rank calls them in the same
+/// order, one thread at a time, as with MPI).
+mod fake_ranks {
+    use std::collections::{HashMap, VecDeque};
+    use std::sync::{Arc, Condvar, Mutex};
+    use surge_runtime::cluster::Cluster;
+
+    #[derive(Default)]
+    struct World {
+        boxes: Mutex<HashMap<(usize, usize, i32), VecDeque<Vec<u8>>>>,
+        mail: Condvar,
+        coll: Mutex<(u64, Vec<Option<Vec<f64>>>, Vec<Vec<f64>>)>,
+        done: Condvar,
+    }
+
+    pub struct Fake {
+        rank: usize,
+        size: usize,
+        world: Arc<World>,
+    }
+
+    pub fn world(size: usize) -> Vec<Arc<dyn Cluster>> {
+        let world = Arc::new(World::default());
+        world.coll.lock().unwrap().1 = vec![None; size];
+        (0..size).map(|rank| Arc::new(Fake { rank, size, world: world.clone() }) as Arc<dyn Cluster>).collect()
+    }
+
+    impl Fake {
+        /// Every rank's `v`, in rank order.
+        fn all(&self, v: Vec<f64>) -> Vec<Vec<f64>> {
+            let mut c = self.world.coll.lock().unwrap();
+            let gen = c.0;
+            c.1[self.rank] = Some(v);
+            if c.1.iter().all(Option::is_some) {
+                c.2 = c.1.iter_mut().map(|s| s.take().unwrap()).collect();
+                c.0 += 1;
+                self.world.done.notify_all();
+            } else {
+                while c.0 == gen {
+                    c = self.world.done.wait(c).unwrap();
+                }
+            }
+            c.2.clone()
+        }
+    }
+
+    impl Cluster for Fake {
+        fn rank(&self) -> usize {
+            self.rank
+        }
+        fn size(&self) -> usize {
+            self.size
+        }
+        fn node_local(&self) -> (usize, usize) {
+            (self.rank, self.size)
+        }
+        fn host(&self) -> String {
+            "here".into()
+        }
+        fn threading(&self) -> String {
+            "threads of one process".into()
+        }
+        fn max(&self, v: &mut [f64]) {
+            let all = self.all(v.to_vec());
+            for (k, x) in v.iter_mut().enumerate() {
+                *x = all.iter().map(|w| w[k]).fold(f64::NEG_INFINITY, f64::max);
+            }
+        }
+        fn sum(&self, v: &mut [f64]) {
+            let all = self.all(v.to_vec());
+            for (k, x) in v.iter_mut().enumerate() {
+                *x = all.iter().map(|w| w[k]).sum();
+            }
+        }
+        fn all_gather(&self, v: &[f64]) -> Vec<f64> {
+            self.all(v.to_vec()).concat()
+        }
+        fn gather_bytes(&self, bytes: Vec<u8>) -> Option<Vec<Vec<u8>>> {
+            const TAG: i32 = 99;
+            if self.rank == 0 {
+                Some(std::iter::once(bytes).chain((1..self.size).map(|r| self.recv(r, TAG))).collect())
+            } else {
+                self.send(0, TAG, bytes);
+                None
+            }
+        }
+        fn send(&self, to: usize, tag: i32, bytes: Vec<u8>) {
+            self.world.boxes.lock().unwrap().entry((self.rank, to, tag)).or_default().push_back(bytes);
+            self.world.mail.notify_all();
+        }
+        fn recv(&self, from: usize, tag: i32) -> Vec<u8> {
+            let mut b = self.world.boxes.lock().unwrap();
+            loop {
+                if let Some(m) = b.get_mut(&(from, self.rank, tag)).and_then(VecDeque::pop_front) {
+                    return m;
+                }
+                b = self.world.mail.wait(b).unwrap();
+            }
+        }
+        fn barrier(&self) {
+            self.all(Vec::new());
+        }
+        fn abort(&self, code: i32) -> ! {
+            panic!("rank {} aborts with {code}", self.rank)
+        }
+    }
+}
+
+#[test]
+fn ranks_that_reach_each_others_memory_exchange_shared_blocks_and_change_nothing() {
+    // 2 ranks x 2 devices: links within a rank take local blocks; the link between the ranks
+    // takes shared blocks (bytes, as CUDA IPC handles) when both ends accept each other's
+    // offer, else host states: two kinds of links in one run. Bitwise equal to one device.
+    let case = case("dam_break_2d.toml", &["decomposition.split_axis=\"x\""]);
+    let grid = Grid::new(&case, 0).unwrap();
+    let filled = surge_core::geometry::fill(&case);
+    let layers = filled.layers(&grid);
+    let map = surge_core::decomp::SliceMap::balanced(&filled.layer_weights(&layers, &grid), 4, grid.reach).unwrap();
+    let mut one = sim_on(&case, surge_runtime::BackendChoice::Cpu, 1);
+    steps(&mut one, 200);
+    assert!(one.rebuilds() > 1, "the run must cross rebuilds");
+    let s1 = one.snapshot().unwrap();
+    for accept in [true, false] {
+        let before = SHARED_TAKEN.load(std::sync::atomic::Ordering::Relaxed);
+        let ranks: Vec<_> = fake_ranks::world(2)
+            .into_iter()
+            .enumerate()
+            .map(|(r, cluster)| {
+                let parts: Vec<_> = (2 * r..2 * r + 2).map(|d| filled.owned_by(&layers, &map, d)).collect();
+                let (case, map, grid) = (case.clone(), map.clone(), grid.clone());
+                std::thread::spawn(move || {
+                    let loaders = parts
+                        .into_iter()
+                        .map(|part| {
+                            let case = case.clone();
+                            Box::new(move || {
+                                surge_cpu::CpuBackend::new(&case, &part, 1).map(|b| {
+                                    // Rank 1 refuses the offer in the second run: host states there.
+                                    Box::new(Blocks::new(b, accept || r == 0)) as Box<dyn surge_core::backend::Backend>
+                                })
+                            }) as surge_runtime::team::Loader
+                        })
+                        .collect();
+                    let mut sim = Simulation::ranks(case, map, grid, loaders, cluster).unwrap();
+                    steps(&mut sim, 200);
+                    sim.snapshot().unwrap()
+                })
+            })
+            .collect();
+        let mut all = Snapshot::default();
+        for h in ranks {
+            let s = h.join().expect("a rank panicked");
+            all.id.extend(s.id);
+            all.kind.extend(s.kind);
+            all.pos.extend(s.pos);
+            all.vel.extend(s.vel);
+            all.rho.extend(s.rho);
+            all.p.extend(s.p);
+        }
+        assert_same_particles(&s1, &all, &format!("2 ranks x 2 devices, offers accepted: {accept}"));
+        let shared = SHARED_TAKEN.load(std::sync::atomic::Ordering::Relaxed) - before;
+        if accept {
+            assert!(shared > 200, "only {shared} shared blocks were taken");
+        } else {
+            assert_eq!(shared, 0, "a refused offer must leave the link on the host");
+        }
+    }
 }
