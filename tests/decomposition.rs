@@ -542,13 +542,7 @@ fn ranks_that_reach_each_others_memory_exchange_shared_blocks_and_change_nothing
             .collect();
         let mut all = Snapshot::default();
         for h in ranks {
-            let s = h.join().expect("a rank panicked");
-            all.id.extend(s.id);
-            all.kind.extend(s.kind);
-            all.pos.extend(s.pos);
-            all.vel.extend(s.vel);
-            all.rho.extend(s.rho);
-            all.p.extend(s.p);
+            all.append(&mut h.join().expect("a rank panicked"));
         }
         assert_same_particles(&s1, &all, &format!("2 ranks x 2 devices, offers accepted: {accept}"));
         let shared = SHARED_TAKEN.load(std::sync::atomic::Ordering::Relaxed) - before;

@@ -96,6 +96,15 @@ impl Snapshot {
     pub fn len(&self) -> usize {
         self.id.len()
     }
+    /// Move the particles of `other` after these (`other` is left empty).
+    pub fn append(&mut self, other: &mut Snapshot) {
+        self.id.append(&mut other.id);
+        self.kind.append(&mut other.kind);
+        self.pos.append(&mut other.pos);
+        self.vel.append(&mut other.vel);
+        self.rho.append(&mut other.rho);
+        self.p.append(&mut other.p);
+    }
     /// True when empty.
     pub fn is_empty(&self) -> bool {
         self.id.is_empty()

@@ -126,12 +126,7 @@ fn by_id<B: Backend>(devs: &mut [B]) -> Snapshot {
     for d in devs.iter_mut() {
         let mut s = Snapshot::default();
         d.snapshot(&mut s).unwrap();
-        all.id.extend(s.id);
-        all.kind.extend(s.kind);
-        all.pos.extend(s.pos);
-        all.vel.extend(s.vel);
-        all.rho.extend(s.rho);
-        all.p.extend(s.p);
+        all.append(&mut s);
     }
     let o = all.order_by_id();
     Snapshot {

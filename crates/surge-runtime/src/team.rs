@@ -220,14 +220,7 @@ impl Team {
         let mut out = Snapshot::default();
         for r in self.all(|_| Cmd::Snapshot) {
             match r {
-                Some(Reply::Snapshot(Ok(mut s))) => {
-                    out.id.append(&mut s.id);
-                    out.kind.append(&mut s.kind);
-                    out.pos.append(&mut s.pos);
-                    out.vel.append(&mut s.vel);
-                    out.rho.append(&mut s.rho);
-                    out.p.append(&mut s.p);
-                }
+                Some(Reply::Snapshot(Ok(mut s))) => out.append(&mut s),
                 Some(Reply::Snapshot(Err(f))) => return Err(f),
                 _ => return Err(Failure::Device("a device's worker stopped".into())),
             }
