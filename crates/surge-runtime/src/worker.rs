@@ -223,6 +223,7 @@ impl Worker {
         }
         // What was made for a side without a neighbour is dropped here.
         drop((out, blocks));
+        let sent = t1.elapsed().as_secs_f64();
         let mut states = [ParticleState::default(), ParticleState::default()];
         let mut incoming: [Option<DeviceBlock>; 2] = [None, None];
         for side in self.neighbours() {
@@ -238,12 +239,23 @@ impl Worker {
                 None => {}
             }
         }
-        self.times.exchange += t1.elapsed().as_secs_f64();
+        let exchanged = t1.elapsed().as_secs_f64();
+        self.times.exchange += exchanged;
+        let received: usize = states.iter().map(ParticleState::len).sum();
+        let t2 = Instant::now();
         if links.iter().any(|&l| l != Link::Host) {
             self.call(|b| b.rebuild_end_peer(incoming, states));
         } else {
             self.call(|b| b.rebuild_end(states));
         }
+        tracing::debug!(
+            "device {me} rebuild: begin {:.1} ms, send {:.1} ms, receive {:.1} ms ({received} particles \
+             through host memory), end {:.1} ms",
+            1e3 * (t1 - t0).as_secs_f64(),
+            1e3 * sent,
+            1e3 * (exchanged - sent),
+            1e3 * t2.elapsed().as_secs_f64()
+        );
         // Moves of this device's own boundaries.
         self.moves +=
             (old.bounds[me] != self.map.bounds[me]) as u64 + (old.bounds[me + 1] != self.map.bounds[me + 1]) as u64;
