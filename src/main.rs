@@ -560,7 +560,9 @@ fn cmd_info() -> Result<(), Failure> {
                 for b in a + 1..gpus.len() {
                     let both = surge_cuda::peer_access(a, b).and_then(|ab| Ok(ab && surge_cuda::peer_access(b, a)?));
                     match both {
-                        Ok(true) => println!("peer {a}-{b}    direct access (copies GPU to GPU)"),
+                        Ok(true) => {
+                            println!("peer {a}-{b}    direct access (copies GPU to GPU, CUDA IPC between ranks too)")
+                        }
                         Ok(false) => println!("peer {a}-{b}    no direct access (copies staged through the host)"),
                         Err(e) => println!("peer {a}-{b}    unknown: {e}"),
                     }
@@ -575,6 +577,10 @@ fn cmd_info() -> Result<(), Failure> {
     }
     if surge_runtime::cluster::MPI_BUILT {
         println!("mpi         built in (`mpirun -n N surge run CASE`; MPI_THREAD_MULTIPLE asked for)");
+        println!(
+            "            ranks of a node exchange GPU to GPU (CUDA IPC) where they reach each other's \
+             memory, tried at the first rebuild; SURGE_DEVICE_LINKS=host|process to force host memory"
+        );
     } else {
         println!("mpi         not in this build (build with `cargo build --release --features mpi`)");
     }
