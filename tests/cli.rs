@@ -115,12 +115,19 @@ impl Out {
 }
 
 fn surge<S: AsRef<str>>(args: &[S]) -> Out {
+    surge_with(args, &[])
+}
+
+/// [`surge`] with extra environment variables.
+fn surge_with<S: AsRef<str>>(args: &[S], env: &[(&str, &str)]) -> Out {
     let args: Vec<String> = args.iter().map(|a| a.as_ref().to_string()).collect();
     let out = Command::new(BIN)
         .args(&args)
         .current_dir(ROOT)
         .env_remove("SURGE_LOG")
         .env_remove("RUST_BACKTRACE")
+        .env_remove("SURGE_DEVICE_LINKS")
+        .envs(env.iter().copied())
         .output()
         .expect("the surge binary starts");
     Out {
@@ -452,6 +459,25 @@ fn missing_case_file() {
         assert!(line.contains("cannot read"), "{}", out.describe());
     }
     assert!(!tmp.join("out").exists());
+}
+
+#[test]
+fn a_bad_device_links_setting_is_one_clear_error() {
+    let tmp = TempDir::new("cli-device_links");
+    let out_dir = tmp.join("out").display().to_string();
+    let args = ["run", "configs/dam_break_2d.toml", "--backend", "cpu", "--workers", "2", "--quiet", "--out", &out_dir];
+    let out = surge_with(&args, &[("SURGE_DEVICE_LINKS", "ipc-please")]);
+    out.assert_code(EXIT_BAD_INPUT);
+    out.assert_no_panic();
+    let line = out.single_error_line();
+    assert!(line.contains("SURGE_DEVICE_LINKS=ipc-please") && line.contains("expected host"), "{}", out.describe());
+    assert!(!tmp.join("out").exists(), "nothing may be written");
+    // The accepted values run.
+    for mode in ["host", "process", "auto"] {
+        let mut a = args.to_vec();
+        a.extend(["--max-steps", "3"]);
+        surge_with(&a, &[("SURGE_DEVICE_LINKS", mode)]).assert_code(0);
+    }
 }
 
 #[test]

@@ -191,6 +191,7 @@ pub fn simulation(case: &Case, req: &DeviceRequest) -> Result<Loaded, String> {
 /// (`k`), the slices are cut for all `ranks x k` devices (rank-major), and this rank loads
 /// its own. Rank 0 logs the rank -> host -> device map.
 pub fn simulation_on(case: &Case, req: &DeviceRequest, cluster: Arc<dyn Cluster>) -> Result<Loaded, String> {
+    crate::worker::links_mode()?;
     let req = &req.for_rank(cluster.as_ref());
     let filled = fill(case);
     let (resolved, note) = resolve(req)?;

@@ -276,13 +276,13 @@ impl Worker {
         if let Some(l) = self.links {
             return Ok(l);
         }
-        let mode = std::env::var("SURGE_DEVICE_LINKS").unwrap_or_default().to_ascii_lowercase();
-        if !["", "auto", "host", "process"].contains(&mode.as_str()) {
-            self.fail(Failure::Device(format!(
-                "SURGE_DEVICE_LINKS={mode}: expected host (every exchange through host memory), process \
-                 (between ranks only) or auto (the default)"
-            )));
-        }
+        let mode = match links_mode() {
+            Ok(m) => m,
+            Err(e) => {
+                self.fail(Failure::Device(e));
+                String::new()
+            }
+        };
         let offer = if mode == "host" { None } else { self.call(|b| b.share_offer()).flatten() };
         let me = self.me();
         let mut links = [Link::Host; 2];
@@ -541,5 +541,19 @@ fn log_moves(moves: &[Move], times: &[f64], step: u64) {
             m.to,
             t.join(", ")
         );
+    }
+}
+
+/// `SURGE_DEVICE_LINKS` from the environment, lower case ("" when unset): `host`, `process`,
+/// `auto` or nothing; any other value is an error naming it.
+pub fn links_mode() -> Result<String, String> {
+    let mode = std::env::var("SURGE_DEVICE_LINKS").unwrap_or_default().to_ascii_lowercase();
+    if ["", "auto", "host", "process"].contains(&mode.as_str()) {
+        Ok(mode)
+    } else {
+        Err(format!(
+            "SURGE_DEVICE_LINKS={mode}: expected host (every exchange through host memory), process (through host \
+             memory between ranks only) or auto (the default: device to device wherever possible)"
+        ))
     }
 }
