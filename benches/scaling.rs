@@ -508,13 +508,13 @@ stage_rebuild_s,stage_forces_s,stage_update_s,speedup,efficiency,command\n",
 
 fn markdown_table(runs: &[Run]) -> String {
     let mut t = String::from(
-        "| series | ranks | devices/rank | devices | particles | ms/step | particle-steps/s | speed-up | efficiency | exposed % |\n\
+        "| series | ranks | devices/rank | devices | particles | ms/step | particle-steps/s | speed-up | efficiency % | exposed % |\n\
          |---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n",
     );
     for r in runs {
         let _ = writeln!(
             t,
-            "| {} | {} | {} | {} | {} | {:.3} | {:.3e} | {:.2} | {:.2} | {:.1} |",
+            "| {} | {} | {} | {} | {} | {:.3} | {:.3e} | {:.2} | {:.1} | {:.1} |",
             r.series.name(),
             r.ranks,
             r.per_rank,
@@ -523,7 +523,7 @@ fn markdown_table(runs: &[Run]) -> String {
             r.ms_per_step,
             r.rate,
             r.speedup,
-            r.efficiency,
+            100.0 * r.efficiency,
             100.0 * r.exposed_share()
         );
     }

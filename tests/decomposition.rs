@@ -105,6 +105,24 @@ fn sloshing_particles_cross_slice_boundaries_both_ways() {
     assert_same_particles(&one.snapshot().unwrap(), &many.snapshot().unwrap(), "sloshing on 3 devices");
 }
 
+/// Loaders of the CPU devices `devices` of `map` (one thread each), each backend wrapped by
+/// `wrap`.
+fn cpu_loaders(
+    case: &Case,
+    filled: &surge_core::geometry::Filled,
+    layers: &[i32],
+    map: &surge_core::decomp::SliceMap,
+    devices: std::ops::Range<usize>,
+    wrap: impl Fn(surge_cpu::CpuBackend) -> Box<dyn surge_core::backend::Backend> + Clone + Send + 'static,
+) -> Vec<surge_runtime::team::Loader> {
+    devices
+        .map(|d| {
+            let (part, case, wrap) = (filled.owned_by(layers, map, d), case.clone(), wrap.clone());
+            Box::new(move || surge_cpu::CpuBackend::new(&case, &part, 1).map(wrap)) as surge_runtime::team::Loader
+        })
+        .collect()
+}
+
 #[test]
 fn a_slice_without_fluid_runs_and_matches() {
     // Cut along x by hand: the last slice holds the right wall and no fluid (the column
@@ -115,16 +133,7 @@ fn a_slice_without_fluid_runs_and_matches() {
     let map = surge_core::decomp::SliceMap { bounds: vec![0, 10, 20, n - 4, n], halo: grid.reach };
     let filled = surge_core::geometry::fill(&case);
     let layers = filled.layers(&grid);
-    let loaders = (0..4)
-        .map(|d| {
-            let part = filled.owned_by(&layers, &map, d);
-            let case = case.clone();
-            Box::new(move || {
-                surge_cpu::CpuBackend::new(&case, &part, 1)
-                    .map(|b| Box::new(b) as Box<dyn surge_core::backend::Backend>)
-            }) as surge_runtime::team::Loader
-        })
-        .collect();
+    let loaders = cpu_loaders(&case, &filled, &layers, &map, 0..4, |b| Box::new(b));
     let mut many = Simulation::team(case.clone(), map, grid.clone(), loaders).unwrap();
     let mut one = sim_on(&case, surge_runtime::BackendChoice::Cpu, 1);
     steps(&mut many, 200);
@@ -369,16 +378,7 @@ fn device_blocks_between_workers_change_nothing() {
     let filled = surge_core::geometry::fill(&case);
     let layers = filled.layers(&grid);
     let map = surge_core::decomp::SliceMap::balanced(&filled.layer_weights(&layers, &grid), 3, grid.reach).unwrap();
-    let loaders = (0..3)
-        .map(|d| {
-            let part = filled.owned_by(&layers, &map, d);
-            let case = case.clone();
-            Box::new(move || {
-                surge_cpu::CpuBackend::new(&case, &part, 1)
-                    .map(|b| Box::new(Blocks::new(b, true)) as Box<dyn surge_core::backend::Backend>)
-            }) as surge_runtime::team::Loader
-        })
-        .collect();
+    let loaders = cpu_loaders(&case, &filled, &layers, &map, 0..3, |b| Box::new(Blocks::new(b, true)));
     let mut many = Simulation::team(case.clone(), map, grid, loaders).unwrap();
     let mut one = sim_on(&case, surge_runtime::BackendChoice::Cpu, 1);
     steps(&mut many, 200);
@@ -398,11 +398,22 @@ mod fake_ranks {
     use std::sync::{Arc, Condvar, Mutex};
     use surge_runtime::cluster::Cluster;
 
+    /// Messages waiting, by (from, to, tag).
+    type Mailboxes = HashMap<(usize, usize, i32), VecDeque<Vec<u8>>>;
+
+    /// The collective in progress: its generation, each rank's value, the last result.
+    #[derive(Default)]
+    struct Collective {
+        gen: u64,
+        slots: Vec<Option<Vec<f64>>>,
+        result: Vec<Vec<f64>>,
+    }
+
     #[derive(Default)]
     struct World {
-        boxes: Mutex<HashMap<(usize, usize, i32), VecDeque<Vec<u8>>>>,
+        boxes: Mutex<Mailboxes>,
         mail: Condvar,
-        coll: Mutex<(u64, Vec<Option<Vec<f64>>>, Vec<Vec<f64>>)>,
+        coll: Mutex<Collective>,
         done: Condvar,
     }
 
@@ -414,7 +425,7 @@ mod fake_ranks {
 
     pub fn world(size: usize) -> Vec<Arc<dyn Cluster>> {
         let world = Arc::new(World::default());
-        world.coll.lock().unwrap().1 = vec![None; size];
+        world.coll.lock().unwrap().slots = vec![None; size];
         (0..size).map(|rank| Arc::new(Fake { rank, size, world: world.clone() }) as Arc<dyn Cluster>).collect()
     }
 
@@ -422,18 +433,18 @@ mod fake_ranks {
         /// Every rank's `v`, in rank order.
         fn all(&self, v: Vec<f64>) -> Vec<Vec<f64>> {
             let mut c = self.world.coll.lock().unwrap();
-            let gen = c.0;
-            c.1[self.rank] = Some(v);
-            if c.1.iter().all(Option::is_some) {
-                c.2 = c.1.iter_mut().map(|s| s.take().unwrap()).collect();
-                c.0 += 1;
+            let gen = c.gen;
+            c.slots[self.rank] = Some(v);
+            if c.slots.iter().all(Option::is_some) {
+                c.result = c.slots.iter_mut().map(|s| s.take().unwrap()).collect();
+                c.gen += 1;
                 self.world.done.notify_all();
             } else {
-                while c.0 == gen {
+                while c.gen == gen {
                     c = self.world.done.wait(c).unwrap();
                 }
             }
-            c.2.clone()
+            c.result.clone()
         }
     }
 
@@ -519,21 +530,13 @@ fn ranks_that_reach_each_others_memory_exchange_shared_blocks_and_change_nothing
             .into_iter()
             .enumerate()
             .map(|(r, cluster)| {
-                let parts: Vec<_> = (2 * r..2 * r + 2).map(|d| filled.owned_by(&layers, &map, d)).collect();
+                // Rank 1 refuses the offer in the second run: host states there.
+                let take = accept || r == 0;
+                let loaders = cpu_loaders(&case, &filled, &layers, &map, 2 * r..2 * r + 2, move |b| {
+                    Box::new(Blocks::new(b, take))
+                });
                 let (case, map, grid) = (case.clone(), map.clone(), grid.clone());
                 std::thread::spawn(move || {
-                    let loaders = parts
-                        .into_iter()
-                        .map(|part| {
-                            let case = case.clone();
-                            Box::new(move || {
-                                surge_cpu::CpuBackend::new(&case, &part, 1).map(|b| {
-                                    // Rank 1 refuses the offer in the second run: host states there.
-                                    Box::new(Blocks::new(b, accept || r == 0)) as Box<dyn surge_core::backend::Backend>
-                                })
-                            }) as surge_runtime::team::Loader
-                        })
-                        .collect();
                     let mut sim = Simulation::ranks(case, map, grid, loaders, cluster).unwrap();
                     steps(&mut sim, 200);
                     sim.snapshot().unwrap()

@@ -238,30 +238,34 @@ pub trait Backend: Interpolate + Send {
     /// Set the force values of the copies from the neighbour on `side` (as
     /// [`Backend::edge_forces`] gave them there). Fails when the length does not match.
     fn set_copy_forces(&mut self, side: Side, values: &[[f32; 4]]) -> Result<(), Failure>;
-    /// [`Backend::rebuild_begin`] with the particles for a neighbour over a device link left
-    /// on the device, described by a [`DeviceBlock`], for [`Backend::rebuild_end_peer`] of
-    /// that neighbour: `links[side]` says how each neighbour is reached ([`Link::Process`]:
-    /// a [`DeviceBlock::Local`]; [`Link::Node`]: a [`DeviceBlock::Shared`], and so are the
-    /// edge blocks of the force passes until the next rebuild; [`Link::Host`]: the
-    /// particles in `out[side]`, as [`Backend::rebuild_begin`] gives them). The blocks are
-    /// None on the other sides. `Ok(None)`: not supported (the default), nothing was done,
-    /// and the caller uses [`Backend::rebuild_begin`]. A device that supports it returns
-    /// `Some` on every call.
+    /// [`Backend::rebuild_begin`] over the links of this device (the runtime's one entry
+    /// point): `links[side]` says how each neighbour is reached. [`Link::Host`]: the
+    /// particles in `out[side]`, as [`Backend::rebuild_begin`] gives them; a device link
+    /// leaves them on the device, described by a [`DeviceBlock`] for
+    /// [`Backend::rebuild_end_peer`] of that neighbour ([`Link::Process`]: a
+    /// [`DeviceBlock::Local`]; [`Link::Node`]: a [`DeviceBlock::Shared`], and so are the edge
+    /// blocks of the force passes until the next rebuild). The blocks are None on the other
+    /// sides. `Ok(None)`: a device link this backend does not support, nothing was done. The
+    /// default supports host links only ([`Backend::rebuild_begin`]).
     fn rebuild_begin_peer(
         &mut self,
-        _map: &SliceMap,
-        _me: usize,
-        _rekey: bool,
-        _links: [Link; 2],
-        _out: &mut [ParticleState; 2],
+        map: &SliceMap,
+        me: usize,
+        rekey: bool,
+        links: [Link; 2],
+        out: &mut [ParticleState; 2],
     ) -> Result<Option<[Option<DeviceBlock>; 2]>, Failure> {
-        Ok(None)
+        if links != [Link::Host; 2] {
+            return Ok(None);
+        }
+        self.rebuild_begin(map, me, rekey, out)?;
+        Ok(Some([None, None]))
     }
     /// An offer of this device's memory to a neighbour in another process: bytes for that
     /// neighbour's [`Backend::share_accept`], which tries to reach this device's memory with
     /// them; empty when only devices of this process can reach it. `Ok(None)` (the default):
-    /// the backend keeps no transfer on the devices ([`Backend::rebuild_begin_peer`] is not
-    /// supported), and every exchange goes through the host.
+    /// the backend keeps no transfer on the devices ([`Backend::rebuild_begin_peer`] takes host
+    /// links only), and every exchange goes through the host.
     fn share_offer(&mut self) -> Result<Option<Vec<u8>>, Failure> {
         Ok(None)
     }
@@ -274,13 +278,17 @@ pub trait Backend: Interpolate + Send {
     /// [`Backend::rebuild_end`] with each neighbour's particles as a block of its
     /// [`Backend::rebuild_begin_peer`] (`blocks[side]`, copied device to device) or, over a
     /// host link, as a state (`states[side]`, empty where a block came). The particles end
-    /// in the same order, hence the same results, as through [`Backend::rebuild_end`].
+    /// in the same order, hence the same results, as through [`Backend::rebuild_end`]. The
+    /// default takes states only ([`Backend::rebuild_end`]).
     fn rebuild_end_peer(
         &mut self,
-        _blocks: [Option<DeviceBlock>; 2],
-        _states: [ParticleState; 2],
+        blocks: [Option<DeviceBlock>; 2],
+        states: [ParticleState; 2],
     ) -> Result<(), Failure> {
-        Err(Failure::Device(format!("{} takes no particles from another device's memory", self.name())))
+        if blocks.iter().any(Option::is_some) {
+            return Err(Failure::Device(format!("{} takes no particles from another device's memory", self.name())));
+        }
+        self.rebuild_end(states)
     }
     /// [`Backend::edge_forces`] left on the device: a block describing the force values of the
     /// edge on `side`, for [`Backend::set_copy_forces_peer`] of the neighbour there (shared

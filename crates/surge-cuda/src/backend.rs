@@ -9,8 +9,8 @@ use crate::compile::{arch_for, compile, defines};
 use crate::ipc::{self, Exported, Imports, Shared, SharedEvent};
 use crate::peer::{self, EdgeBlock, RebuildBlock, Staging};
 use cudarc::driver::{
-    result, sys, CudaContext, CudaEvent, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PinnedHostSlice,
-    PushKernelArg,
+    result, sys, CudaContext, CudaEvent, CudaFunction, CudaSlice, CudaStream, CudaView, DevicePtr, DriverError,
+    LaunchConfig, PinnedHostSlice, PushKernelArg,
 };
 use std::ops::Range;
 use std::sync::Arc;
@@ -226,6 +226,29 @@ fn conserved_src<'a>(
         other => return Err(format!("no device buffer for {}", other.name())),
     };
     Ok((src, id.elem_bytes() / 4))
+}
+
+/// Queue the gather of the `idx.len()` particles listed in `idx` from `src` (`per` words
+/// each, 2 or 4) to the device memory at `dst`.
+///
+/// # Safety
+/// The indices must lie below `src`'s particle count; `dst` must hold `per * idx.len()`
+/// words and stay allocated until the gather is over.
+unsafe fn gather(
+    stream: &CudaStream,
+    k: &Kernels,
+    idx: &CudaView<'_, u32>,
+    src: &CudaSlice<u32>,
+    per: usize,
+    dst: sys::CUdeviceptr,
+) -> Result<(), DriverError> {
+    let m = idx.len();
+    let count = m as i32;
+    let mut b = stream.launch_builder(if per == 4 { &k.gather16 } else { &k.gather8 });
+    b.arg(&count).arg(idx).arg(src).arg(&dst);
+    // SAFETY: argument types match gather16_kernel / gather8_kernel (a device address for
+    // the output); the caller's promises cover the memory.
+    unsafe { b.launch(cfg(m)) }.map(|_| ())
 }
 
 /// A neighbour's particles at a rebuild, on its GPU.
@@ -727,17 +750,12 @@ impl CudaBackend {
         }
         let CudaBackend { stream, k, key, pos, vel, cell, info, vel_prev, wall, .. } = self;
         let idx = key.slice(list);
-        let count = m as i32;
         let mut at = 0;
         for id in want.iter() {
             let (src, per) = conserved_src(id, pos, vel, cell, info, vel_prev, wall)?;
-            let to = dst + 4 * at as u64;
-            let mut b = stream.launch_builder(if per == 4 { &k.gather16 } else { &k.gather8 });
-            b.arg(&count).arg(&idx).arg(src).arg(&to);
-            // SAFETY: argument types match gather16_kernel / gather8_kernel (a device
-            // address for the output); the list holds m indices below n, and `dst` holds
-            // `per * m` words at `at` (the caller's promise).
-            unsafe { b.launch(cfg(m)) }.map_err(|e| fail(what, e))?;
+            // SAFETY: the list holds m indices below n, and `dst` holds `per * m` words at
+            // `at` (the caller's promise).
+            unsafe { gather(stream, k, &idx, src, per, dst + 4 * at as u64) }.map_err(|e| fail(what, e))?;
             at += segment_words(per, m);
         }
         Ok(want)
@@ -840,14 +858,12 @@ impl CudaBackend {
         let mut st = ParticleState::zeroed(m, want);
         let CudaBackend { stream, k, key, force, pos, vel, cell, info, vel_prev, wall, .. } = self;
         let idx = key.slice(list);
-        let count = m as i32;
+        let scratch = force.device_ptr(stream).0;
         for id in want.iter() {
             let (src, per) = conserved_src(id, pos, vel, cell, info, vel_prev, wall)?;
-            let mut b = stream.launch_builder(if per == 4 { &k.gather16 } else { &k.gather8 });
-            b.arg(&count).arg(&idx).arg(src).arg(&mut *force);
-            // SAFETY: argument types match gather16_kernel / gather8_kernel; the list holds
-            // m indices below n, the force buffer has room for 4 cap words.
-            unsafe { b.launch(cfg(m)) }.map_err(|e| fail(what, e))?;
+            // SAFETY: the list holds m indices below n, the force buffer (the scratch) has
+            // room for 4 cap words, per * m at most.
+            unsafe { gather(stream, k, &idx, src, per, scratch) }.map_err(|e| fail(what, e))?;
             let dst: &mut [u32] = bytemuck::cast_slice_mut(st.bytes_mut(id));
             stream.memcpy_dtoh(&force.slice(0..per * m), dst).map_err(|e| fail(what, e))?;
         }
@@ -1320,15 +1336,7 @@ impl Backend for CudaBackend {
         rekey: bool,
         out: &mut [ParticleState; 2],
     ) -> Result<(), Failure> {
-        self.bind()?;
-        self.edges_released()?;
-        let (kept, left, right) = self.classify(map, me, rekey)?;
-        let m = self.own.len();
-        out[Side::Left as usize] = self.gather_out(0..left)?;
-        out[Side::Right as usize] = self.gather_out(m - right..m)?;
-        self.edges_to_host = [true; 2];
-        self.shared = [false; 2];
-        self.finish_begin(map, me, kept)
+        self.rebuild_begin_peer(map, me, rekey, [Link::Host; 2], out).map(|_| ())
     }
 
     fn rebuild_begin_peer(
@@ -1391,24 +1399,7 @@ impl Backend for CudaBackend {
     }
 
     fn rebuild_end(&mut self, incoming: [ParticleState; 2]) -> Result<(), Failure> {
-        self.bind()?;
-        let conserved = self.buffers.and(BufferSet::conserved());
-        for part in incoming.iter().filter(|p| !p.is_empty()) {
-            buffers::require(part.buffers(), conserved)
-                .map_err(|e| Failure::Device(format!("from a neighbour: {e}")))?;
-        }
-        let total = self.n + incoming.iter().map(|p| p.len()).sum::<usize>();
-        self.ensure_capacity(total)?;
-        for part in &incoming {
-            if !part.is_empty() {
-                self.upload(part, self.n)?;
-                self.n += part.len();
-            }
-        }
-        self.finish_end()?;
-        // The incoming states are dropped here, after the device is done with them.
-        drop(incoming);
-        Ok(())
+        self.rebuild_end_peer([None, None], incoming)
     }
 
     fn rebuild_end_peer(

@@ -89,7 +89,7 @@ impl Exported {
         }
         // SAFETY: initialised by the successful call.
         let h = unsafe { h.assume_init() };
-        Ok(Exported { ctx: ctx.clone(), ptr, bytes, handle: h.reserved.iter().map(|&c| c as u8).collect() })
+        Ok(Exported { ctx: ctx.clone(), ptr, bytes, handle: to_bytes(&h.reserved) })
     }
 }
 
@@ -130,7 +130,7 @@ impl SharedEvent {
         }
         // SAFETY: initialised by the successful call.
         let h = unsafe { h.assume_init() };
-        Ok(SharedEvent { ctx: ctx.clone(), ev, handle: h.reserved.iter().map(|&c| c as u8).collect() })
+        Ok(SharedEvent { ctx: ctx.clone(), ev, handle: to_bytes(&h.reserved) })
     }
 
     /// Record on `stream` (of this event's context).
@@ -160,26 +160,23 @@ pub(crate) struct Imports {
 // SAFETY: driver handles and device addresses, used with the context bound.
 unsafe impl Send for Imports {}
 
+/// An IPC handle's bytes (both kinds hold 64 C chars).
+fn to_bytes(reserved: &[std::ffi::c_char; 64]) -> Handle {
+    reserved.iter().map(|&c| c as u8).collect()
+}
+
+/// The 64 C chars of a handle from its bytes.
+fn reserved(h: &[u8], what: &str) -> Result<[std::ffi::c_char; 64], String> {
+    let r: [u8; 64] = h.try_into().map_err(|_| format!("an IPC {what} handle of {} bytes (expected 64)", h.len()))?;
+    Ok(r.map(|b| b as std::ffi::c_char))
+}
+
 fn mem_handle(h: &[u8]) -> Result<sys::CUipcMemHandle, String> {
-    let mut out = sys::CUipcMemHandle { reserved: [0; 64] };
-    if h.len() != out.reserved.len() {
-        return Err(format!("an IPC memory handle of {} bytes (expected 64)", h.len()));
-    }
-    for (d, &s) in out.reserved.iter_mut().zip(h) {
-        *d = s as _;
-    }
-    Ok(out)
+    Ok(sys::CUipcMemHandle { reserved: reserved(h, "memory")? })
 }
 
 fn event_handle(h: &[u8]) -> Result<sys::CUipcEventHandle, String> {
-    let mut out = sys::CUipcEventHandle { reserved: [0; 64] };
-    if h.len() != out.reserved.len() {
-        return Err(format!("an IPC event handle of {} bytes (expected 64)", h.len()));
-    }
-    for (d, &s) in out.reserved.iter_mut().zip(h) {
-        *d = s as _;
-    }
-    Ok(out)
+    Ok(sys::CUipcEventHandle { reserved: reserved(h, "event")? })
 }
 
 impl Imports {

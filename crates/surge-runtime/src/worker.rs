@@ -185,18 +185,14 @@ impl Worker {
         let links = self.decide_links()?;
         let mut out = [ParticleState::default(), ParticleState::default()];
         let mut blocks: [Option<DeviceBlock>; 2] = [None, None];
-        if links.iter().any(|&l| l != Link::Host) {
-            match self.call(|b| b.rebuild_begin_peer(&map, me, rekey, links, &mut out)) {
-                Some(Some(b)) => blocks = b,
-                Some(None) => self.fail(Failure::Device(format!(
-                    "{} offered its memory to its neighbours but gave no device blocks",
-                    self.backend.name()
-                ))),
-                // Broken: the sends below are failure notices.
-                None => {}
-            }
-        } else {
-            self.call(|b| b.rebuild_begin(&map, me, rekey, &mut out));
+        match self.call(|b| b.rebuild_begin_peer(&map, me, rekey, links, &mut out)) {
+            Some(Some(b)) => blocks = b,
+            Some(None) => self.fail(Failure::Device(format!(
+                "{} offered its memory to its neighbours but gave no device blocks",
+                self.backend.name()
+            ))),
+            // Broken: the sends below are failure notices.
+            None => {}
         }
         let old = std::mem::replace(&mut self.map, map);
         let t1 = Instant::now();
@@ -243,11 +239,7 @@ impl Worker {
         self.times.exchange += exchanged;
         let received: usize = states.iter().map(ParticleState::len).sum();
         let t2 = Instant::now();
-        if links.iter().any(|&l| l != Link::Host) {
-            self.call(|b| b.rebuild_end_peer(incoming, states));
-        } else {
-            self.call(|b| b.rebuild_end(states));
-        }
+        self.call(|b| b.rebuild_end_peer(incoming, states));
         tracing::debug!(
             "device {me} rebuild: begin {:.1} ms, send {:.1} ms, receive {:.1} ms ({received} particles \
              through host memory), end {:.1} ms",
@@ -492,7 +484,11 @@ impl Worker {
     /// change).
     fn balance(&mut self) -> Result<(), DeviceError> {
         let b = self.case.balance;
-        if !b.enabled || self.ex.devices() < 2 || self.clock.step % b.every as u64 != 0 || self.pending.is_some() {
+        if !b.enabled
+            || self.ex.devices() < 2
+            || !self.clock.step.is_multiple_of(b.every as u64)
+            || self.pending.is_some()
+        {
             return Ok(());
         }
         let t0 = Instant::now();
