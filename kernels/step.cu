@@ -125,15 +125,27 @@ extern "C" __global__ void rekey_kernel(int first, int count, int4 *cell, float4
 }
 
 // Sort key of every held particle from its stored cell: 2 * (linear index in the window)
-// + kind. A particle whose split-axis layer lies outside the window [wlo, whi) records its
-// id (key 0, never used: the rebuild fails).
-extern "C" __global__ void key_kernel(int n, int wlo, int whi, const int4 *cell, const uint2 *info, unsigned *key,
-                                      unsigned *stats) {
+// + kind. After a rebuild's classification the first `held` particles are the ones held
+// before it: of those, the copies (outside own_lo..own_hi) and the owned particles outside
+// the new window are dropped: key `bins`, a bin past the cells, so the sort moves them
+// behind the rest and lets them go (no compaction pass). Any other particle whose
+// split-axis layer lies outside the window [wlo, whi) records its id (key 0, never used:
+// the rebuild fails).
+extern "C" __global__ void key_kernel(int n, int wlo, int whi, int held, int own_lo, int own_hi, unsigned bins,
+                                      const int4 *cell, const uint2 *info, unsigned *key, unsigned *stats) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
+    if (i < held && (i < own_lo || i >= own_hi)) {
+        key[i] = bins;
+        return;
+    }
     const int4 c = cell[i];
     const int cc[3] = {c.x, c.y, c.z};
     if (cc[O0] < wlo || cc[O0] >= whi) {
+        if (i < held) {
+            key[i] = bins;
+            return;
+        }
         atomicMin(&stats[STAT_BAD_ID], info[i].x);
         key[i] = 0;
         return;
@@ -141,29 +153,29 @@ extern "C" __global__ void key_kernel(int n, int wlo, int whi, const int4 *cell,
     key[i] = 2u * (unsigned)cell_linear(c.x, c.y, c.z, wlo) + info[i].y;
 }
 
-// First half of a rebuild: of the owned particles first..first+count, list those whose
-// split-axis layer is in [lo, hi) (kept) in keep[], those in the left neighbour's window
-// [llo, lhi) at the front of send[] and those in the right neighbour's window [rlo, rhi)
-// at its back (the two windows never overlap: slices are at least 2 halo thick). Counts in
-// counters[0..3] (kept, left, right). The order is arbitrary: the receiver sorts by cell,
-// kind and id.
+// First half of a rebuild: of the owned particles first..first+count, count those whose
+// split-axis layer is outside the new window [lo, hi) (they leave; counters[0]), list those
+// in the left neighbour's window [llo, lhi) at the front of send[] and those in the right
+// neighbour's window [rlo, rhi) at its back (the two windows never overlap: slices are at
+// least 2 halo thick), counting them in counters[1] and counters[2]. The order is
+// arbitrary: the receiver sorts by cell, kind and id.
 extern "C" __global__ void classify_kernel(int first, int count, int lo, int hi, int llo, int lhi, int rlo,
-                                           int rhi, const int4 *cell, unsigned *keep, unsigned *send,
-                                           unsigned *counters) {
+                                           int rhi, const int4 *cell, unsigned *send, unsigned *counters) {
     int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= count) return;
     const unsigned i = (unsigned)(first + t);
     const int4 c = cell[i];
     const int cc[3] = {c.x, c.y, c.z};
     const int l = cc[O0];
-    if (l >= lo && l < hi) keep[atomicAdd(&counters[0], 1u)] = i;
+    if (l < lo || l >= hi) atomicAdd(&counters[0], 1u);
     if (l >= llo && l < lhi) send[atomicAdd(&counters[1], 1u)] = i;
     if (l >= rlo && l < rhi) send[(unsigned)count - 1u - atomicAdd(&counters[2], 1u)] = i;
 }
 
 // The cell table (bins + 2 values) is built in place: counts at key + 1, an exclusive scan
 // (table[k + 1] = start of bin k), then the scatter advances table[key + 1] as its cursor,
-// which leaves table[k] = start of bin k for every k, and table[bins] = n.
+// which leaves table[k] = start of bin k for every k, and table[bins] = the particles kept
+// (the dropped ones, key bins, follow up to table[bins + 1] = n).
 extern "C" __global__ void histogram_kernel(int n, const unsigned *key, unsigned *table) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) atomicAdd(&table[key[i] + 1u], 1u);

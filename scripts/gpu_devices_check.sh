@@ -21,6 +21,7 @@ check() { # name, command...
 }
 [ -x "$bin/decomposition" ] && check cuda_decomposition env SURGE_TEST_BACKEND=cuda "$bin/decomposition" --nocapture --test-threads 1
 [ -x "$bin/devices" ] && check cuda_devices env SURGE_REQUIRE_GPU=1 "$bin/devices" --nocapture --test-threads 1
+[ -x "$bin/peer_copy" ] && [ "$ngpu" -ge 2 ] && check peer_copy "$bin/peer_copy" --nocapture
 [ "${SKIP_BENCH:-0}" = 1 ] && { printf '%s\n' "${status[@]}"; exit 0; }
 # bench NAME DEVICES DP BALANCE [--set ...]
 bench() {

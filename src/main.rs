@@ -524,6 +524,9 @@ fn cmd_bench(cases: BenchCases, steps: u64, json: Option<&Path>, common: &Common
         println!("{}", surge_runtime::BenchResult::HEADER);
         for r in &rows {
             println!("{}", r.row());
+            for line in r.device_rows() {
+                println!("{line}");
+            }
         }
         if let Some(path) = json {
             use std::io::Write as _;

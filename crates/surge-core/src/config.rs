@@ -107,11 +107,13 @@ pub struct DecompositionSpec {
     /// default true.
     #[serde(default = "default_true")]
     pub balance: bool,
-    /// Steps between balancing decisions (the force time is measured over them); default 200.
+    /// Steps between balancing decisions (each device's work time is measured over them);
+    /// default 20 (a decision costs one gather of a number per device, and the boundaries
+    /// move at the next rebuild, which comes every few steps anyway).
     #[serde(default = "default_balance_every")]
     pub balance_every: u32,
-    /// Relative difference of two neighbours' force times above which their boundary moves
-    /// one cell layer; default 0.05.
+    /// Relative difference of two neighbours' work times above which their boundary moves
+    /// (by the layers that halve the difference, at most 4 at once); default 0.02.
     #[serde(default = "default_balance_threshold")]
     pub balance_threshold: f64,
 }
@@ -120,10 +122,10 @@ fn default_true() -> bool {
     true
 }
 fn default_balance_every() -> u32 {
-    200
+    20
 }
 fn default_balance_threshold() -> f64 {
-    0.05
+    0.02
 }
 
 impl Default for DecompositionSpec {

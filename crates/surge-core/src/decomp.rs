@@ -41,6 +41,9 @@ impl Side {
     }
 }
 
+/// The most cell layers a boundary moves at one balancing decision.
+pub const MAX_MOVE: i32 = 4;
+
 /// A boundary move made by the load balancer.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Move {
@@ -150,25 +153,34 @@ impl SliceMap {
         self.bounds[1..n].partition_point(|&b| b <= layer)
     }
 
-    /// Move boundaries by the measured force times `times[d]` of the devices: where two
-    /// neighbours' times differ by more than `threshold` of the larger, their boundary moves
-    /// one layer toward the slower device (which gives up a layer), unless that slice would
-    /// become thinner than [`SliceMap::min_width`]. Each boundary moves at most one layer.
-    /// Deterministic in `times`, so every device that sees the same times makes the same
-    /// moves.
+    /// Move boundaries by the measured work times `times[d]` of the devices (seconds each
+    /// spent computing, waiting excluded). Where two neighbours' times differ by more than
+    /// `threshold` of the larger, their boundary moves toward the slower device (which gives
+    /// up layers): by as many layers as halve the difference, taking every layer of the
+    /// slower slice as equally costly (`c` = its time over its width; a move of `k` layers
+    /// shifts about `k c` from one to the other), at least one and at most [`MAX_MOVE`],
+    /// and only when the difference exceeds `c` (else one layer would overshoot and the
+    /// boundary would swing back and forth). No slice becomes thinner than
+    /// [`SliceMap::min_width`]. Deterministic in `times`, so every device that sees the same
+    /// times makes the same moves.
     pub fn rebalance(&mut self, times: &[f64], threshold: f64) -> Vec<Move> {
         let old = self.bounds.clone();
         let min = self.min_width();
         let mut moves = Vec::new();
         for b in 1..self.devices() {
             let (tl, tr) = (times[b - 1], times[b]);
-            let slow = tl.max(tr);
-            if !(slow > 0.0) || (tl - tr).abs() <= threshold * slow {
+            let (slow, diff) = (tl.max(tr), (tl - tr).abs());
+            let width = if tl > tr { old[b] - old[b - 1] } else { old[b + 1] - old[b] };
+            let per_layer = slow / width.max(1) as f64;
+            if !(slow > 0.0) || diff <= threshold * slow || diff <= per_layer {
                 continue;
             }
-            let to = if tl > tr { old[b] - 1 } else { old[b] + 1 };
+            let want = ((diff / (2.0 * per_layer)).round() as i32).clamp(1, MAX_MOVE);
             // Widths with the moves so far (left) and the old boundary to the right.
-            if to - self.bounds[b - 1] >= min && old[b + 1] - to >= min {
+            let room = if tl > tr { old[b] - self.bounds[b - 1] - min } else { old[b + 1] - old[b] - min };
+            let k = want.min(room);
+            if k > 0 {
+                let to = if tl > tr { old[b] - k } else { old[b] + k };
                 self.bounds[b] = to;
                 moves.push(Move { boundary: b, from: old[b], to });
             }
@@ -206,16 +218,29 @@ mod tests {
     }
 
     #[test]
-    fn rebalance_moves_one_layer_toward_the_slower_device() {
+    fn rebalance_moves_toward_the_slower_device_by_the_layers_that_halve_the_difference() {
         let mut m = SliceMap { bounds: vec![0, 10, 20, 30], halo: 1 };
-        let moves = m.rebalance(&[2.0, 1.0, 1.02], 0.05);
+        // Device 0 slower by 0.2 s, 0.1 s a layer: one layer moves to device 1.
+        let moves = m.rebalance(&[1.0, 0.8, 0.8], 0.05);
         assert_eq!(moves, vec![Move { boundary: 1, from: 10, to: 9 }]);
         assert_eq!(m.bounds, vec![0, 9, 20, 30]);
-        let moves = m.rebalance(&[1.0, 1.0, 3.0], 0.05);
-        assert_eq!(moves, vec![Move { boundary: 2, from: 20, to: 21 }]);
+        // Device 2 slower by 1 s, 0.2 s a layer: 2.5 layers halve the difference, so three.
+        let moves = m.rebalance(&[1.0, 1.0, 2.0], 0.05);
+        assert_eq!(moves, vec![Move { boundary: 2, from: 20, to: 23 }]);
+        // Far apart: at most MAX_MOVE layers at once.
+        let mut m = SliceMap { bounds: vec![0, 20, 40], halo: 1 };
+        assert_eq!(m.rebalance(&[1.0, 8.0], 0.05), vec![Move { boundary: 1, from: 20, to: 20 + MAX_MOVE }]);
+        // A difference below one layer's work (0.1 s) or below the threshold moves nothing.
+        let mut m = SliceMap { bounds: vec![0, 10, 20], halo: 1 };
+        assert!(m.rebalance(&[1.0, 0.92], 0.05).is_empty());
+        let mut m = SliceMap { bounds: vec![0, 100, 200], halo: 1 };
+        assert!(m.rebalance(&[1.0, 0.97], 0.05).is_empty());
+        assert_eq!(m.rebalance(&[1.0, 0.97], 0.01), vec![Move { boundary: 1, from: 100, to: 98 }]);
         // Never thinner than 2 halo + 1.
         let mut m = SliceMap { bounds: vec![0, 3, 6], halo: 1 };
         assert!(m.rebalance(&[5.0, 1.0], 0.05).is_empty());
         assert!(m.rebalance(&[0.0, 0.0], 0.05).is_empty());
+        let mut m = SliceMap { bounds: vec![0, 5, 20], halo: 1 };
+        assert_eq!(m.rebalance(&[5.0, 1.0], 0.05), vec![Move { boundary: 1, from: 5, to: 3 }]);
     }
 }

@@ -75,6 +75,15 @@ struct Kernels {
     front: CudaFunction,
 }
 
+/// The particles a rebuild's sort drops: of the first `held` (those held before the
+/// rebuild; the neighbours' particles follow them), the copies (outside `own`) and the owned
+/// particles that left the device's new window, `dropped` in all.
+struct Dropping {
+    held: usize,
+    own: Range<usize>,
+    dropped: usize,
+}
+
 /// One level of the multi-level scan. Level 0 scans the cell table in place; level
 /// l > 0 scans the block sums of level l - 1 into its own `out`, which then holds the
 /// offsets that level l - 1 adds back to its blocks.
@@ -132,13 +141,16 @@ pub struct CudaBackend {
     force: CudaSlice<u32>,
     /// Sort keys; also the lists of particles to send during a rebuild.
     key: CudaSlice<u32>,
-    /// Sort permutation; also the list of particles kept during a rebuild.
+    /// Sort permutation.
     perm: CudaSlice<u32>,
+    /// Between the halves of a rebuild of several devices: which held particles the sort
+    /// drops.
+    dropping: Option<Dropping>,
     /// Start of each bin (2 per cell), `bins + 2` values: built in place by the sort.
     cell_start: CudaSlice<u32>,
     scan: Vec<ScanLevel>,
     stats: CudaSlice<u32>,
-    /// Counters of the rebuild's classification: kept, to the left, to the right.
+    /// Counters of the rebuild's classification: leaving, to the left, to the right.
     counters: CudaSlice<u32>,
     /// Stand in for buffers a case does not use (never touched by its kernels): one for
     /// inputs, one for outputs, so both can appear in one launch.
@@ -163,8 +175,9 @@ pub struct CudaBackend {
     /// The staging buffers of the last rebuild's particles for each neighbour, GPU to GPU
     /// (shared with the blocks sent).
     peer_out: [Option<Arc<Staging>>; 2],
-    /// GPUs whose memory this one was given direct access to (ordinals).
-    reached: Vec<usize>,
+    /// Other GPUs of this process met so far (ordinals), and whether this one reaches their
+    /// memory directly.
+    reached: Vec<(usize, bool)>,
     /// The sides whose neighbour is a GPU of another rank of this node (CUDA IPC, see
     /// [`crate::ipc`]), as the last rebuild was told ([`Link::Node`]).
     shared: [bool; 2],
@@ -465,6 +478,7 @@ impl CudaBackend {
             force: zeros(4 * cap, "forces")?,
             key: zeros(cap, "keys")?,
             perm: zeros(cap, "permutation")?,
+            dropping: None,
             cell_start: zeros(bins + 2, "cell starts")?,
             scan: scan_levels(&stream, bins + 2)?,
             stats: up(&STATS_INIT, 0, "stats")?,
@@ -642,17 +656,16 @@ impl CudaBackend {
         if count > 0 {
             let mut b = self.stream.launch_builder(&self.k.classify);
             b.arg(&first).arg(&count).arg(&lo).arg(&hi).arg(&llo).arg(&lhi).arg(&rlo).arg(&rhi);
-            b.arg(&self.cell).arg(&mut self.perm).arg(&mut self.key).arg(&mut self.counters);
-            // SAFETY: argument types match classify_kernel; the lists hold at most count
-            // indices each (the two send lists share `key` from both ends, and never
-            // overlap), count <= cap.
+            b.arg(&self.cell).arg(&mut self.key).arg(&mut self.counters);
+            // SAFETY: argument types match classify_kernel; the two send lists share `key`
+            // from both ends and never overlap, so they hold count <= cap indices.
             unsafe { b.launch(cfg(own.len())) }.map_err(|e| fail(what, e))?;
         }
         let mut c = [0u32; 4];
         self.stream.memcpy_dtoh(&self.counters, &mut c).map_err(|e| fail(what, e))?;
         self.stream.synchronize().map_err(|e| fail(what, e))?;
-        let (kept, left, right) = (c[0] as usize, c[1] as usize, c[2] as usize);
         let m = own.len();
+        let (kept, left, right) = (m.wrapping_sub(c[0] as usize), c[1] as usize, c[2] as usize);
         if left + right > m || kept > m {
             return Err(Failure::Device(format!(
                 "{what}: {kept} kept, {left} and {right} to send of {m} owned particles"
@@ -661,15 +674,14 @@ impl CudaBackend {
         Ok((kept, left, right))
     }
 
-    /// Last part of a rebuild's first half, once the particles to send are gathered: the
-    /// `kept` particles to the front, the copies dropped, the new map taken.
+    /// Last part of a rebuild's first half, once the particles to send are gathered: the new
+    /// map taken. The particles stay where they are, the neighbours' come after them, and
+    /// the sort drops the copies and the owned particles that left the window
+    /// ([`Dropping`]): one reordering of the buffers per rebuild, as for a device alone.
     fn finish_begin(&mut self, map: &SliceMap, me: usize, kept: usize) -> Result<(), Failure> {
-        // Every particle kept (no copies held, none leaving): they are the kept set already,
-        // and the sort orders them.
-        if !(self.own == (0..self.n) && kept == self.n) {
-            self.permute(kept)?;
-        }
-        self.n = kept;
+        let dropped = self.n - kept;
+        self.dropping =
+            (dropped > 0).then(|| Dropping { held: self.n, own: self.own.clone(), dropped });
         let (wl, wh) = map.window(me);
         self.win = self.whole.windowed(wl, wh);
         self.map = map.clone();
@@ -723,15 +735,20 @@ impl CudaBackend {
     }
 
     /// Give this GPU direct access to the memory of `other`'s GPU (and the other way round),
-    /// once per GPU, where the hardware allows it ([`peer::reach`]).
-    fn reach(&mut self, other: &Arc<CudaContext>) -> Result<(), String> {
+    /// once per GPU, where the hardware allows it ([`peer::reach`]); returns whether it has
+    /// it (true for its own GPU).
+    fn reach(&mut self, other: &Arc<CudaContext>) -> Result<bool, String> {
         let o = other.ordinal();
-        if o != self.ctx.ordinal() && !self.reached.contains(&o) {
-            peer::reach(&self.ctx, other)
-                .map_err(|e| fail(&format!("enabling peer access between GPUs {} and {o}", self.ctx.ordinal()), e))?;
-            self.reached.push(o);
+        if o == self.ctx.ordinal() {
+            return Ok(true);
         }
-        Ok(())
+        if let Some(&(_, mapped)) = self.reached.iter().find(|r| r.0 == o) {
+            return Ok(mapped);
+        }
+        let mapped = peer::reach(&self.ctx, other)
+            .map_err(|e| fail(&format!("enabling peer access between GPUs {} and {o}", self.ctx.ordinal()), e))?;
+        self.reached.push((o, mapped));
+        Ok(mapped)
     }
 
     /// Queue gathers of the conserved buffers of the particles listed in `key[list]` to the
@@ -819,14 +836,14 @@ impl CudaBackend {
         if m == 0 {
             return Ok(());
         }
-        let (src_ctx, src) = match b {
+        let (src_ctx, src, mapped) = match b {
             Incoming::Local(b) => {
-                self.reach(&b.ctx)?;
+                let mapped = self.reach(&b.ctx)?;
                 self.stream.wait(&b.staging.ready).map_err(|e| fail(what, e))?;
-                (b.ctx.clone(), b.staging.buf.device_ptr(b.staging.buf.stream()).0)
+                (b.ctx.clone(), b.staging.buf.device_ptr(b.staging.buf.stream()).0, mapped)
             }
             // Mapped into this context; the sender synchronised after its gathers.
-            Incoming::Shared { src, .. } => (self.ctx.clone(), *src),
+            Incoming::Shared { src, .. } => (self.ctx.clone(), *src, true),
         };
         let stream = self.stream.clone();
         let n = self.n;
@@ -838,7 +855,7 @@ impl CudaBackend {
             // SAFETY: the source holds `per * m` words at `at` (it holds this buffer's
             // words there); room for n + m particles exists; the source is not rewritten
             // before the copy is over (see `crate::peer` and `crate::ipc`).
-            unsafe { peer::copy(&stream, dst, &src_ctx, src + 4 * at as u64, 4 * per * m) }
+            unsafe { peer::copy(&stream, dst, &src_ctx, src + 4 * at as u64, 4 * per * m, mapped) }
                 .map_err(|e| fail(what, e))?;
             at += segment_words(per, m);
         }
@@ -939,16 +956,22 @@ impl CudaBackend {
     }
 
     /// Key every held particle by its stored cell in the window, counting sort (histogram,
-    /// scan, scatter, per-bin order by id), gather. Fails with the lowest id of a particle
-    /// outside the window.
+    /// scan, scatter, per-bin order by id), gather of the particles kept (the ones
+    /// [`Dropping`] names go). Fails with the lowest id of a particle outside the window.
     fn sort(&mut self) -> Result<(), Failure> {
         let n = self.n as i32;
         let (wlo, whi) = self.win.window;
+        let drop = self.dropping.take();
+        let (held, own_lo, own_hi) = drop.as_ref().map_or((0, 0, 0), |d| (d.held, d.own.start, d.own.end));
+        let (held, own_lo, own_hi) = (held as i32, own_lo as i32, own_hi as i32);
+        let bins = self.bins as u32;
         self.reset_stats()?;
         {
             let mut b = self.stream.launch_builder(&self.k.key);
-            b.arg(&n).arg(&wlo).arg(&whi).arg(&self.cell).arg(&self.info).arg(&mut self.key).arg(&mut self.stats);
-            // SAFETY: argument types match key_kernel; every buffer holds n elements.
+            b.arg(&n).arg(&wlo).arg(&whi).arg(&held).arg(&own_lo).arg(&own_hi).arg(&bins);
+            b.arg(&self.cell).arg(&self.info).arg(&mut self.key).arg(&mut self.stats);
+            // SAFETY: argument types match key_kernel; every buffer holds n elements; keys
+            // are at most bins, and the cell table has bins + 2 values.
             unsafe { b.launch(cfg(self.n)) }.map_err(|e| fail("key_kernel", e))?;
         }
         let s = self.read_stats("key_kernel")?;
@@ -977,6 +1000,8 @@ impl CudaBackend {
             // SAFETY: argument types match order_bins_kernel; cell_start has bins + 2 values.
             unsafe { b.launch(cfg(self.bins)) }.map_err(|e| fail("order_bins_kernel", e))?;
         }
+        // The dropped particles are last (bin `bins`, left unordered): gather the others.
+        self.n -= drop.map_or(0, |d| d.dropped);
         self.permute(self.n)?;
         Ok(())
     }
@@ -1299,6 +1324,7 @@ impl CudaBackend {
         self.stream.synchronize().map_err(|e| fail("loading the particle state", e))?;
         // Nothing held is kept.
         self.n = 0;
+        self.dropping = None;
         self.ensure_capacity(m)?;
         self.upload(&state, 0)?;
         self.stream.synchronize().map_err(|e| fail("loading the particle state", e))?;
@@ -1459,7 +1485,7 @@ impl Backend for CudaBackend {
             + blocks.iter().flatten().map(Incoming::count).sum::<usize>()
             + states.iter().map(ParticleState::len).sum::<usize>();
         self.ensure_capacity(total)?;
-        // Left, then right, after the kept particles, as `rebuild_end` uploads them. The
+        // Left, then right, after the particles held, as `rebuild_end` uploads them. The
         // blocks (hence the senders' staging buffers) are released only once the copies are
         // over, errors included (see `crate::peer`).
         let queued = (|| {
@@ -1637,9 +1663,8 @@ impl Backend for CudaBackend {
             return Ok(());
         }
         let what = "copying forces from a neighbour's GPU";
-        if held.is_some() {
-            self.reach(&src_ctx)?;
-        }
+        // Imported memory is mapped into this context.
+        let mapped = if held.is_some() { self.reach(&src_ctx)? } else { true };
         // Behind the neighbour's edge forces; a local block (so the neighbour's right to
         // rewrite its values) is released only once the copy is over (see `crate::peer`).
         let queued = (|| {
@@ -1651,11 +1676,11 @@ impl Backend for CudaBackend {
             let dst = self.force.device_ptr(&self.stream).0 + 16 * r.start as u64;
             // SAFETY: both ranges hold `bytes` bytes (same particle count, 4 words each); the
             // sender keeps its values until the copy is over (see `crate::peer`, `crate::ipc`).
-            unsafe { peer::copy(&self.stream, dst, &src_ctx, force, bytes) }?;
+            unsafe { peer::copy(&self.stream, dst, &src_ctx, force, bytes, mapped) }?;
             if let (Some(d), Some(src)) = (self.shift.as_ref(), shift) {
                 let dst = d.device_ptr(&self.stream).0 + 16 * r.start as u64;
                 // SAFETY: as above.
-                unsafe { peer::copy(&self.stream, dst, &src_ctx, src, bytes) }?;
+                unsafe { peer::copy(&self.stream, dst, &src_ctx, src, bytes, mapped) }?;
             }
             Ok(())
         })();

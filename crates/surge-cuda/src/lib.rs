@@ -10,7 +10,7 @@
 mod backend;
 pub mod compile;
 mod ipc;
-mod peer;
+pub mod peer;
 mod probe;
 
 pub use backend::{bytes_per_particle, CudaBackend};

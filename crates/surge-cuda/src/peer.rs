@@ -39,9 +39,12 @@
 //! used is dropped without any copy made. The sender's context outlives every block (each
 //! holds it by `Arc`; a primary context stays while retained).
 //!
-//! Copies use `cuMemcpyPeerAsync` between contexts of different GPUs and
-//! `cuMemcpyDtoDAsync` within one context (two devices on one GPU). Without peer access the
-//! driver stages a peer copy through the host: slower, still correct.
+//! Copies are plain `cuMemcpyDtoDAsync` within one context (two devices on one GPU) and
+//! between GPUs that reach each other's memory (peer access, enabled by [`reach`]; unified
+//! addresses name the source); `cuMemcpyPeerAsync` otherwise, which the driver stages
+//! through the host: slower, still correct. (`tests/peer_copy.rs` checks on two GPUs that
+//! such a copy does not wait for the work running on the source GPU: the neighbour's inner
+//! forces.)
 
 use cudarc::driver::{result, sys, CudaContext, CudaEvent, CudaSlice, CudaStream, DriverError};
 use std::sync::Arc;
@@ -101,23 +104,28 @@ pub(crate) struct EdgeBlock {
 }
 
 /// Queue a copy of `bytes` bytes from `src` (memory of `src_ctx`'s GPU) to `dst` (of
-/// `stream`'s context) on `stream`.
+/// `stream`'s context) on `stream`. `mapped`: this GPU was given direct access to the
+/// source's memory ([`reach`] returned true): then the copy is an ordinary device-to-device
+/// copy over the mapping (unified addresses), which starts as soon as `stream` reaches it.
+/// Else `cuMemcpyPeerAsync`, which the driver stages through the host where the GPUs cannot
+/// reach each other.
 ///
 /// # Safety
 /// Both ranges must be allocated and stay so until the copy is over; nothing may write the
 /// source until then.
-pub(crate) unsafe fn copy(
+pub unsafe fn copy(
     stream: &CudaStream,
     dst: sys::CUdeviceptr,
     src_ctx: &CudaContext,
     src: sys::CUdeviceptr,
     bytes: usize,
+    mapped: bool,
 ) -> Result<(), DriverError> {
     if bytes == 0 {
         return Ok(());
     }
     let dst_ctx = stream.context();
-    if dst_ctx.cu_ctx() == src_ctx.cu_ctx() {
+    if mapped || dst_ctx.cu_ctx() == src_ctx.cu_ctx() {
         result::memcpy_dtod_async(dst, src, bytes, stream.cu_stream())
     } else {
         result::memcpy_peer_async(dst_ctx.cu_ctx(), dst, src_ctx.cu_ctx(), src, bytes, stream.cu_stream())
@@ -154,7 +162,7 @@ fn can_access(a: sys::CUdevice, b: sys::CUdevice) -> Result<bool, DriverError> {
 /// current memory pool (cudarc allocates from it, and pool allocations do not follow peer
 /// access). Returns false when the GPUs cannot reach each other (copies then go through
 /// the host inside the driver). Leaves `ctx` bound to the calling thread.
-pub(crate) fn reach(ctx: &Arc<CudaContext>, other: &Arc<CudaContext>) -> Result<bool, DriverError> {
+pub fn reach(ctx: &Arc<CudaContext>, other: &Arc<CudaContext>) -> Result<bool, DriverError> {
     let (a, b) = (ctx.cu_device(), other.cu_device());
     if a == b {
         return Ok(true);

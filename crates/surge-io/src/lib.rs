@@ -118,6 +118,12 @@ pub struct DeviceSummary {
     pub slice: [i32; 2],
     /// Seconds computing forces (exchange excluded).
     pub force_seconds: f64,
+    /// Seconds in rebuilds (re-key, sort, the particle exchange).
+    #[serde(default)]
+    pub rebuild_seconds: f64,
+    /// Seconds in updates.
+    #[serde(default)]
+    pub update_seconds: f64,
     /// Seconds in exchanges: edge forces each pass, particles at rebuilds.
     pub exchange_seconds: f64,
     /// Seconds of exchange the device waited on (not hidden behind its own work).

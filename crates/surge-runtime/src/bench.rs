@@ -3,6 +3,7 @@
 use crate::simulation::StageTimes;
 use crate::Simulation;
 use std::time::Instant;
+use surge_io::DeviceSummary;
 
 /// Steps run before timing (sort settles, caches warm).
 pub const WARM_UP_STEPS: u64 = 5;
@@ -38,6 +39,10 @@ pub struct BenchResult {
     pub ms_per_step: f64,
     /// Particle-steps per second (derived, for readers of the JSON).
     pub particle_steps_per_second: f64,
+    /// Every device's figures over the timed steps (every rank's, in rank order; rank 0
+    /// has them): where the time went, and how long each waited for the slowest
+    /// (`reduce_seconds`).
+    pub per_device: Vec<DeviceSummary>,
 }
 
 impl BenchResult {
@@ -69,6 +74,35 @@ impl BenchResult {
             self.rebuilds,
             share(self.exposed)
         )
+    }
+
+    /// One line per device when there are several: particles, slice, and the shares of the
+    /// step time each spent computing forces, rebuilding, updating, waiting on exchanges
+    /// (exposed) and waiting for the slowest device (reductions).
+    pub fn device_rows(&self) -> Vec<String> {
+        if self.per_device.len() < 2 {
+            return Vec::new();
+        }
+        let share = |x: f64| format!("{:.1}%", 100.0 * x / self.seconds);
+        self.per_device
+            .iter()
+            .map(|d| {
+                format!(
+                    "  device {:<3} {:>11} particles  layers {:>5}..{:<5}  forces {:>6}  rebuild {:>5}  update {:>5}  \
+                     exposed {:>5}  waiting {:>5}  moves {}",
+                    d.device,
+                    d.particles,
+                    d.slice[0],
+                    d.slice[1],
+                    share(d.force_seconds),
+                    share(d.rebuild_seconds),
+                    share(d.update_seconds),
+                    share(d.exposed_exchange_seconds),
+                    share(d.reduce_seconds),
+                    d.boundary_moves
+                )
+            })
+            .collect()
     }
 }
 
@@ -111,7 +145,24 @@ pub fn bench(mut sim: Simulation, steps: u64) -> Result<BenchResult, crate::Step
         ranks,
         ms_per_step: 0.0,
         particle_steps_per_second: 0.0,
+        per_device: Vec::new(),
     };
+    let timed: Vec<DeviceSummary> = reports
+        .iter()
+        .zip(&reports0)
+        .map(|(r, r0)| {
+            let (mut d, d0) = (crate::run::device_summary(r), crate::run::device_summary(r0));
+            d.force_seconds -= d0.force_seconds;
+            d.rebuild_seconds -= d0.rebuild_seconds;
+            d.update_seconds -= d0.update_seconds;
+            d.exchange_seconds -= d0.exchange_seconds;
+            d.exposed_exchange_seconds -= d0.exposed_exchange_seconds;
+            d.reduce_seconds -= d0.reduce_seconds;
+            d.boundary_moves -= d0.boundary_moves;
+            d
+        })
+        .collect();
+    r.per_device = crate::run::gather_devices(sim.cluster().as_ref(), &timed).unwrap_or_default();
     // The slowest rank's figures: every rank steps in lockstep, so they agree to a few µs.
     let mut worst = [r.seconds, r.exchange, r.exposed];
     sim.cluster().max(&mut worst);

@@ -352,14 +352,9 @@ pub fn run(
     } else {
         match worker.join() {
             Ok(reports) => {
-                // Every rank's devices, gathered to rank 0.
                 let mine: Vec<DeviceSummary> = reports.iter().map(device_summary).collect();
-                let bytes = serde_json::to_vec(&mine).unwrap_or_default();
-                if let Some(all) = cluster.gather_bytes(bytes) {
-                    summary.devices = all
-                        .iter()
-                        .flat_map(|b| serde_json::from_slice::<Vec<DeviceSummary>>(b).unwrap_or_default())
-                        .collect();
+                if let Some(all) = gather_devices(cluster.as_ref(), &mine) {
+                    summary.devices = all;
                 }
             }
             Err(p) => {
@@ -380,18 +375,28 @@ pub fn run(
     }
 }
 
-fn device_summary(r: &crate::DeviceReport) -> DeviceSummary {
+/// A device's figures since the start.
+pub(crate) fn device_summary(r: &crate::DeviceReport) -> DeviceSummary {
     DeviceSummary {
         device: r.device as u32,
         backend: r.name.clone(),
         particles: r.particles,
         slice: [r.slice.0, r.slice.1],
         force_seconds: r.times.forces,
+        rebuild_seconds: r.times.rebuild,
+        update_seconds: r.times.update,
         exchange_seconds: r.times.exchange,
         exposed_exchange_seconds: r.times.exposed,
         reduce_seconds: r.times.reduce,
         boundary_moves: r.moves,
     }
+}
+
+/// Every rank's devices at rank 0, in rank order (`None` on the other ranks; a collective).
+pub(crate) fn gather_devices(cluster: &dyn crate::cluster::Cluster, mine: &[DeviceSummary]) -> Option<Vec<DeviceSummary>> {
+    let bytes = serde_json::to_vec(mine).unwrap_or_default();
+    let all = cluster.gather_bytes(bytes)?;
+    Some(all.iter().flat_map(|b| serde_json::from_slice::<Vec<DeviceSummary>>(b).unwrap_or_default()).collect())
 }
 
 /// Event times on a fixed grid `k * interval`, robust to rounding.

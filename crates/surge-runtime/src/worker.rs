@@ -65,8 +65,9 @@ pub(crate) struct Worker {
     pub clock: StepState,
     half_skin: f64,
     pub times: DeviceTimes,
-    /// Force seconds since the last balancing decision.
-    window_forces: f64,
+    /// Seconds of work (forces, updates, rebuilds; waiting for other devices excluded)
+    /// since the last balancing decision.
+    window_work: f64,
     pub moves: u64,
     /// This device failed: its failure, reported at the next reduction.
     failed: Option<Failure>,
@@ -92,7 +93,7 @@ impl Worker {
             clock: StepState::default(),
             half_skin,
             times: DeviceTimes::default(),
-            window_forces: 0.0,
+            window_work: 0.0,
             moves: 0,
             failed: None,
             peer_failed: false,
@@ -251,7 +252,9 @@ impl Worker {
         // Moves of this device's own boundaries.
         self.moves +=
             (old.bounds[me] != self.map.bounds[me]) as u64 + (old.bounds[me + 1] != self.map.bounds[me + 1]) as u64;
-        self.times.rebuild += t0.elapsed().as_secs_f64();
+        let took = t0.elapsed().as_secs_f64();
+        self.times.rebuild += took;
+        self.window_work += took - exchanged;
         Ok(())
     }
 
@@ -410,7 +413,7 @@ impl Worker {
         let exposed = back + early_exposed + if launch_first { 0.0 } else { out };
         self.times.exchange += out + back_early + back;
         self.times.forces += computed;
-        self.window_forces += computed;
+        self.window_work += computed;
         self.times.exposed += exposed;
         stats
     }
@@ -463,7 +466,9 @@ impl Worker {
                     if let Some(s) = self.call(|b| b.update(u, dt)) {
                         disp += s.disp_max as f64;
                     }
-                    self.times.update += t0.elapsed().as_secs_f64();
+                    let took = t0.elapsed().as_secs_f64();
+                    self.times.update += took;
+                    self.window_work += took;
                 }
             }
         }
@@ -479,9 +484,10 @@ impl Worker {
         self.balance()
     }
 
-    /// Every `balance.every` steps, the force times of all devices decide boundary moves,
-    /// applied at the next rebuild (so the neighbour order, hence the results, do not
-    /// change).
+    /// Every `balance.every` steps, the work times of all devices (forces, updates,
+    /// rebuilds: what a device does itself, waiting excluded) decide boundary moves
+    /// ([`SliceMap::rebalance`]), applied at the next rebuild (so the neighbour order, hence
+    /// the results, do not change).
     fn balance(&mut self) -> Result<(), DeviceError> {
         let b = self.case.balance;
         if !b.enabled
@@ -492,7 +498,7 @@ impl Worker {
             return Ok(());
         }
         let t0 = Instant::now();
-        let times = self.ex.gather(std::mem::take(&mut self.window_forces));
+        let times = self.ex.gather(std::mem::take(&mut self.window_work));
         self.times.reduce += t0.elapsed().as_secs_f64();
         let times = match times {
             Ok(t) => t,
@@ -530,7 +536,7 @@ fn log_moves(moves: &[Move], times: &[f64], step: u64) {
     for m in moves {
         tracing::info!(
             "load balance at step {step}: boundary between devices {} and {} moves from layer {} to {} \
-             (force seconds per device since the last decision: {})",
+             (seconds of work per device since the last decision: {})",
             m.boundary - 1,
             m.boundary,
             m.from,
