@@ -42,6 +42,8 @@
 //! --launcher TEMPLATE           ["mpirun --allow-run-as-root --oversubscribe -n {ranks}"]
 //!                               split at spaces; {ranks}, {devices} (per rank) and {total}
 //!                               are replaced; not used when ranks = 1
+//! --set KEY=VALUE               passed to every run (repeatable), e.g.
+//!                               --set decomposition.balance=false
 //! ```
 //!
 //! For each series and each (ranks, devices per rank) pair it runs one
@@ -103,7 +105,7 @@ const FONT: &[u8] = include_bytes!("fonts/DejaVuSans.ttf");
 const USAGE: &str = "usage: cargo bench [--features mpi] --bench scaling -- [--backend cpu|cuda] \
 [--case dam-break3d|dam-break2d] [--ranks 1,2] [--devices-per-rank 1,2] [--threads-per-worker T] \
 [--strong-dp X] [--weak-dp1 X] [--weak-mode widen|refine] [--steps N] [--series strong,weak] [--out DIR] [--surge PATH] \
-[--launcher \"mpirun --allow-run-as-root --oversubscribe -n {ranks}\"]
+[--launcher \"mpirun --allow-run-as-root --oversubscribe -n {ranks}\"] [--set KEY=VALUE ...]
 (see the top of benches/scaling.rs)";
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -135,6 +137,8 @@ struct Options {
     out: PathBuf,
     surge: PathBuf,
     launcher: String,
+    /// `--set` overrides for every run.
+    sets: Vec<String>,
 }
 
 impl Options {
@@ -177,6 +181,7 @@ fn parse_args() -> Result<Options, String> {
     let mut out = PathBuf::from("target/scaling");
     let mut surge = PathBuf::from(env!("CARGO_BIN_EXE_surge"));
     let mut launcher = "mpirun --allow-run-as-root --oversubscribe -n {ranks}".to_string();
+    let mut sets = Vec::new();
 
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
@@ -230,6 +235,8 @@ fn parse_args() -> Result<Options, String> {
             "--out" => out = PathBuf::from(value),
             "--surge" => surge = PathBuf::from(value),
             "--launcher" => launcher = value,
+            "--set" if value.contains('=') => sets.push(value),
+            "--set" => return Err(format!("--set {value}: expected KEY=VALUE")),
             _ => return Err(format!("unknown option {flag}\n{USAGE}")),
         }
     }
@@ -263,6 +270,7 @@ fn parse_args() -> Result<Options, String> {
         out,
         surge,
         launcher,
+        sets,
     })
 }
 
@@ -340,7 +348,7 @@ fn command_for(o: &Options, ranks: usize, per_rank: usize, dp: f64, sets: &[Stri
     for a in ["bench", "--cases", &o.case, "--steps", &o.steps.to_string(), "--set", &format!("dp={}", fmt_dp(dp))] {
         cmd.push(a.to_string());
     }
-    for set in sets {
+    for set in sets.iter().chain(&o.sets) {
         cmd.push("--set".into());
         cmd.push(set.clone());
     }

@@ -156,11 +156,13 @@ impl SliceMap {
     /// Move boundaries by the measured work times `times[d]` of the devices (seconds each
     /// spent computing, waiting excluded). Where two neighbours' times differ by more than
     /// `threshold` of the larger, their boundary moves toward the slower device (which gives
-    /// up layers): by as many layers as halve the difference, taking every layer of the
-    /// slower slice as equally costly (`c` = its time over its width; a move of `k` layers
-    /// shifts about `k c` from one to the other), at least one and at most [`MAX_MOVE`],
-    /// and only when the difference exceeds `c` (else one layer would overshoot and the
-    /// boundary would swing back and forth). No slice becomes thinner than
+    /// up layers): by as many layers as halve the difference, at least one and at most
+    /// [`MAX_MOVE`], and only when the difference exceeds one layer's work (else one layer
+    /// would overshoot and the boundary would swing back and forth). One layer's work `c` is
+    /// the larger of the two slices' time per layer (a move of `k` layers shifts about `k c`
+    /// from one to the other): the dearer estimate, since a wide slice of mostly empty or
+    /// dry layers next to a narrow one full of water says little about the layers at their
+    /// boundary, and underestimating them makes the boundary swing. No slice becomes thinner than
     /// [`SliceMap::min_width`]. Deterministic in `times`, so every device that sees the same
     /// times makes the same moves.
     pub fn rebalance(&mut self, times: &[f64], threshold: f64) -> Vec<Move> {
@@ -170,8 +172,7 @@ impl SliceMap {
         for b in 1..self.devices() {
             let (tl, tr) = (times[b - 1], times[b]);
             let (slow, diff) = (tl.max(tr), (tl - tr).abs());
-            let width = if tl > tr { old[b] - old[b - 1] } else { old[b + 1] - old[b] };
-            let per_layer = slow / width.max(1) as f64;
+            let per_layer = (tl / (old[b] - old[b - 1]).max(1) as f64).max(tr / (old[b + 1] - old[b]).max(1) as f64);
             if !(slow > 0.0) || diff <= threshold * slow || diff <= per_layer {
                 continue;
             }
@@ -236,6 +237,10 @@ mod tests {
         let mut m = SliceMap { bounds: vec![0, 100, 200], halo: 1 };
         assert!(m.rebalance(&[1.0, 0.97], 0.05).is_empty());
         assert_eq!(m.rebalance(&[1.0, 0.97], 0.01), vec![Move { boundary: 1, from: 100, to: 98 }]);
+        // A wide slice (mostly dry layers) a little slower than a narrow full one: one layer
+        // of the narrow one's (0.02 s) exceeds the difference, so nothing moves.
+        let mut m = SliceMap { bounds: vec![0, 400, 450], halo: 1 };
+        assert!(m.rebalance(&[1.015, 1.0], 0.01).is_empty());
         // Never thinner than 2 halo + 1.
         let mut m = SliceMap { bounds: vec![0, 3, 6], halo: 1 };
         assert!(m.rebalance(&[5.0, 1.0], 0.05).is_empty());

@@ -680,8 +680,7 @@ impl CudaBackend {
     /// ([`Dropping`]): one reordering of the buffers per rebuild, as for a device alone.
     fn finish_begin(&mut self, map: &SliceMap, me: usize, kept: usize) -> Result<(), Failure> {
         let dropped = self.n - kept;
-        self.dropping =
-            (dropped > 0).then(|| Dropping { held: self.n, own: self.own.clone(), dropped });
+        self.dropping = (dropped > 0).then(|| Dropping { held: self.n, own: self.own.clone(), dropped });
         let (wl, wh) = map.window(me);
         self.win = self.whole.windowed(wl, wh);
         self.map = map.clone();

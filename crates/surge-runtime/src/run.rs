@@ -393,7 +393,10 @@ pub(crate) fn device_summary(r: &crate::DeviceReport) -> DeviceSummary {
 }
 
 /// Every rank's devices at rank 0, in rank order (`None` on the other ranks; a collective).
-pub(crate) fn gather_devices(cluster: &dyn crate::cluster::Cluster, mine: &[DeviceSummary]) -> Option<Vec<DeviceSummary>> {
+pub(crate) fn gather_devices(
+    cluster: &dyn crate::cluster::Cluster,
+    mine: &[DeviceSummary],
+) -> Option<Vec<DeviceSummary>> {
     let bytes = serde_json::to_vec(mine).unwrap_or_default();
     let all = cluster.gather_bytes(bytes)?;
     Some(all.iter().flat_map(|b| serde_json::from_slice::<Vec<DeviceSummary>>(b).unwrap_or_default()).collect())
