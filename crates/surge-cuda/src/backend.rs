@@ -1688,6 +1688,26 @@ impl Backend for CudaBackend {
         queued.and(synced).map_err(|e| Failure::Device(fail(what, e)))
     }
 
+    fn peer_ready(&mut self, block: &DeviceBlock) -> Result<(), Failure> {
+        self.bind()?;
+        let what = "waiting for a neighbour's edge forces";
+        match block {
+            DeviceBlock::Local(b) => match b.downcast_ref::<EdgeBlock>() {
+                Some(b) => b.done.synchronize().map_err(|e| Failure::Device(fail(what, e))),
+                // Refused with a message by `set_copy_forces_peer`.
+                None => Ok(()),
+            },
+            DeviceBlock::Shared(bytes) => match Shared::from_bytes(bytes) {
+                Ok(Shared::Forces { event, .. }) => {
+                    let ev = self.imports.event(&event).map_err(Failure::Device)?;
+                    // SAFETY: the event is open in this process until the backend is dropped.
+                    unsafe { sys::cuEventSynchronize(ev) }.result().map_err(|e| Failure::Device(fail(what, e)))
+                }
+                _ => Ok(()),
+            },
+        }
+    }
+
     fn update(&mut self, which: Update, dt: f64) -> Result<UpdateStats, Failure> {
         self.bind()?;
         self.try_update(which, dt)

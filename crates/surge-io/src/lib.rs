@@ -126,9 +126,13 @@ pub struct DeviceSummary {
     pub update_seconds: f64,
     /// Seconds in exchanges: edge forces each pass, particles at rebuilds.
     pub exchange_seconds: f64,
-    /// Seconds of exchange the device waited on (not hidden behind its own work).
+    /// Seconds of exchange the device waited on (not hidden behind its own work): taking
+    /// the edge values off the device and putting the neighbours' on its copies, once they
+    /// are computed.
     pub exposed_exchange_seconds: f64,
-    /// Seconds in reductions (dt, displacement), including waiting for slower devices.
+    /// Seconds waiting for slower devices: in reductions (dt, displacement), and for a
+    /// neighbour's edge force values not computed yet (over device links; through the host
+    /// that wait counts as exposed exchange).
     pub reduce_seconds: f64,
     /// Moves of this device's slice boundaries by the load balancer.
     pub boundary_moves: u64,

@@ -29,7 +29,9 @@ pub struct DeviceTimes {
     /// The part of the force passes' exchange the device waited on: taking the edge values
     /// off the device, waiting for the neighbours' values, putting them on the copies.
     pub exposed: f64,
-    /// Reductions (dt, displacement, balancing times), waiting for the slowest device.
+    /// Waiting for slower devices: in reductions (dt, displacement, balancing times), and for
+    /// a neighbour's edge values not computed yet (over device links, where the two can be
+    /// told apart: [`Backend::peer_ready`]).
     pub reduce: f64,
 }
 
@@ -396,6 +398,7 @@ impl Worker {
         let early = |side: Side| launch_first && links[side as usize] == Link::Host;
         let t1 = Instant::now();
         for side in self.neighbours().filter(|&s| early(s)) {
+            // Host links: the values arrive through the host, no wait to tell apart.
             self.copy_forces_from(side);
         }
         let back_early = t1.elapsed().as_secs_f64();
@@ -406,10 +409,13 @@ impl Worker {
         let early_exposed = if hidden { 0.0 } else { back_early };
         let computed = t0.elapsed().as_secs_f64() - early_exposed - if launch_first { 0.0 } else { out };
         let t3 = Instant::now();
+        let mut behind = 0.0;
         for side in self.neighbours().filter(|&s| !early(s)) {
-            self.copy_forces_from(side);
+            behind += self.copy_forces_from(side);
         }
-        let back = if alone { 0.0 } else { t3.elapsed().as_secs_f64() };
+        // Waiting for a neighbour still computing its edges is load imbalance, not exchange.
+        self.times.reduce += behind;
+        let back = if alone { 0.0 } else { t3.elapsed().as_secs_f64() - behind };
         let exposed = back + early_exposed + if launch_first { 0.0 } else { out };
         self.times.exchange += out + back_early + back;
         self.times.forces += computed;
@@ -418,8 +424,12 @@ impl Worker {
         stats
     }
 
-    /// The neighbour on `side`'s edge force values into this device's copies.
-    fn copy_forces_from(&mut self, side: Side) {
+    /// The neighbour on `side`'s edge force values into this device's copies. Returns the
+    /// seconds spent waiting for the neighbour to launch and compute them (device links: its
+    /// block is sent as soon as the edges are launched).
+    fn copy_forces_from(&mut self, side: Side) -> f64 {
+        let mut behind = 0.0;
+        let t = Instant::now();
         match self.recv(side) {
             Some(Packet::Forces(v)) => {
                 self.call(|b| b.set_copy_forces(side, &v));
@@ -428,11 +438,14 @@ impl Worker {
             // Returns once the copy is done: the sender may overwrite the values after the
             // next reduction, which this device reaches only after this.
             Some(Packet::Device(block)) => {
+                self.call(|b| b.peer_ready(&block));
+                behind = t.elapsed().as_secs_f64();
                 self.call(|b| b.set_copy_forces_peer(side, block));
             }
             Some(p) => self.fail(Failure::Device(format!("expected forces, got {}", p.kind()))),
             None => {}
         }
+        behind
     }
 
     /// One step of the plan, dt shortened so the time does not pass `limit` (see
