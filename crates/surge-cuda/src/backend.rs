@@ -199,16 +199,6 @@ pub struct CudaBackend {
     copy_stage: [PinnedHostSlice<u32>; 2],
     /// Recorded after each upload from `copy_stage`, which must end before it is refilled.
     copy_done: [CudaEvent; 2],
-    /// The stream the neighbours' edge values are copied in on, GPU to GPU, while the
-    /// default stream computes the inner forces ([`peer::SideStream`]).
-    side: peer::SideStream,
-    /// Recorded on `side` after each side's copies; the default stream waits for it before
-    /// anything reads the copies' forces.
-    side_done: [CudaEvent; 2],
-    /// The neighbours' edge blocks whose copies are queued: released (so the neighbours may
-    /// rewrite their values) once the default stream, which waits for the copies, has been
-    /// synchronised ([`Backend::force_stats`], an update).
-    edges_in: Vec<Box<EdgeBlock>>,
     gauge_cell: CudaSlice<u32>,
     gauge_off: CudaSlice<u32>,
     gauge_out: CudaSlice<f64>,
@@ -515,9 +505,6 @@ impl CudaBackend {
             imports: Imports::new(&ctx),
             copy_stage: [pinned(&ctx, 4)?, pinned(&ctx, 4)?],
             copy_done: [event()?, event()?],
-            side: peer::SideStream::new(&ctx).map_err(|e| fail("creating the copy stream", e))?,
-            side_done: [event()?, event()?],
-            edges_in: Vec::new(),
             gauge_cell: zeros(4 * max_points, "gauge points")?,
             gauge_off: zeros(4 * max_points, "gauge points")?,
             gauge_out: stream.alloc_zeros::<f64>(2 * max_points).map_err(|e| fail("allocating gauge sums", e))?,
@@ -867,10 +854,8 @@ impl CudaBackend {
             // SAFETY: the source holds `per * m` words at `at` (it holds this buffer's
             // words there); room for n + m particles exists; the source is not rewritten
             // before the copy is over (see `crate::peer` and `crate::ipc`).
-            unsafe {
-                peer::copy(stream.cu_stream(), &self.ctx, dst, &src_ctx, src + 4 * at as u64, 4 * per * m, mapped)
-            }
-            .map_err(|e| fail(what, e))?;
+            unsafe { peer::copy(&stream, dst, &src_ctx, src + 4 * at as u64, 4 * per * m, mapped) }
+                .map_err(|e| fail(what, e))?;
             at += segment_words(per, m);
         }
         self.n += m;
@@ -1186,7 +1171,6 @@ impl CudaBackend {
             unsafe { b.launch(cfg(self.n)) }.map_err(|e| fail("update_kernel", e))?;
         }
         let s = self.read_stats("update_kernel")?;
-        self.edges_in.clear();
         if s[STAT_BAD_ID] != u32::MAX {
             let bad = self.bad_particle(s[STAT_BAD_ID], Some("has a non-finite velocity, position or density"))?;
             return Err(Failure::Particle(bad));
@@ -1548,8 +1532,6 @@ impl Backend for CudaBackend {
     fn force_stats(&mut self) -> Result<ForceStats, Failure> {
         self.bind()?;
         let s = self.read_stats("forces_kernel")?;
-        // The copies of the neighbours' values are over: the stream waited for them.
-        self.edges_in.clear();
         Ok(ForceStats { acc_max: f32::from_bits(s[0]), visc_max: f32::from_bits(s[1]) })
     }
 
@@ -1682,43 +1664,47 @@ impl Backend for CudaBackend {
         let what = "copying forces from a neighbour's GPU";
         // Imported memory is mapped into this context.
         let mapped = if held.is_some() { self.reach(&src_ctx)? } else { true };
-        // On the side stream, behind this device's own edges (so behind everything queued
-        // before this pass; nothing after them touches the copies' ranges) and behind the
-        // neighbour's edges: the copies run while the default stream computes the inner
-        // forces, which write other ranges. The default stream waits for them before anything
-        // reads the copies' forces; the neighbour's block (its right to rewrite the values) is
-        // held until that stream has been synchronised (see `crate::peer`).
-        let s = side as usize;
+        // Behind the neighbour's edge forces; a local block (so the neighbour's right to
+        // rewrite its values) is released only once the copy is over (see `crate::peer`).
         let queued = (|| {
-            self.side.wait(self.edge_done.cu_event())?;
             match &wait {
-                Wait::Local(done) => self.side.wait(done.cu_event())?,
-                Wait::Shared(ev) => self.side.wait(*ev)?,
+                Wait::Local(done) => self.stream.wait(done)?,
+                Wait::Shared(ev) => ipc::wait(&self.stream, *ev)?,
             }
             let bytes = 16 * r.len();
             let dst = self.force.device_ptr(&self.stream).0 + 16 * r.start as u64;
             // SAFETY: both ranges hold `bytes` bytes (same particle count, 4 words each); the
             // sender keeps its values until the copy is over (see `crate::peer`, `crate::ipc`).
-            unsafe { peer::copy(self.side.raw(), &self.ctx, dst, &src_ctx, force, bytes, mapped) }?;
+            unsafe { peer::copy(&self.stream, dst, &src_ctx, force, bytes, mapped) }?;
             if let (Some(d), Some(src)) = (self.shift.as_ref(), shift) {
                 let dst = d.device_ptr(&self.stream).0 + 16 * r.start as u64;
                 // SAFETY: as above.
-                unsafe { peer::copy(self.side.raw(), &self.ctx, dst, &src_ctx, src, bytes, mapped) }?;
+                unsafe { peer::copy(&self.stream, dst, &src_ctx, src, bytes, mapped) }?;
             }
-            self.side.record(&self.side_done[s])?;
-            self.stream.wait(&self.side_done[s])
+            Ok(())
         })();
-        match queued {
-            Ok(()) => {
-                self.edges_in.extend(held);
-                Ok(())
-            }
-            Err(e) => {
-                // Whatever was queued must be over before the block goes.
-                let _ = self.stream.synchronize();
-                let _ = self.side_done[s].synchronize();
-                Err(Failure::Device(fail(what, e)))
-            }
+        let synced = self.stream.synchronize();
+        drop(held);
+        queued.and(synced).map_err(|e| Failure::Device(fail(what, e)))
+    }
+
+    fn peer_ready(&mut self, block: &DeviceBlock) -> Result<(), Failure> {
+        self.bind()?;
+        let what = "waiting for a neighbour's edge forces";
+        match block {
+            DeviceBlock::Local(b) => match b.downcast_ref::<EdgeBlock>() {
+                Some(b) => b.done.synchronize().map_err(|e| Failure::Device(fail(what, e))),
+                // Refused with a message by `set_copy_forces_peer`.
+                None => Ok(()),
+            },
+            DeviceBlock::Shared(bytes) => match Shared::from_bytes(bytes) {
+                Ok(Shared::Forces { event, .. }) => {
+                    let ev = self.imports.event(&event).map_err(Failure::Device)?;
+                    // SAFETY: the event is open in this process until the backend is dropped.
+                    unsafe { sys::cuEventSynchronize(ev) }.result().map_err(|e| Failure::Device(fail(what, e)))
+                }
+                _ => Ok(()),
+            },
         }
     }
 

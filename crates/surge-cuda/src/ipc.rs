@@ -22,8 +22,8 @@
 //!   two rebuilds ago, are over.
 //! - **Edge force values.** As within a process ([`crate::peer`]): the receiver's copy is
 //!   over (synchronised) before it enters the next reduction, and the sender rewrites the
-//!   values only after one. The receiver's side stream waits on the interprocess event,
-//!   which the sender recorded before its message left.
+//!   values only after one. The receiver's stream waits on the interprocess event, which
+//!   the sender recorded before its message left.
 //! - **Growing a buffer.** A buffer that is too small is replaced; the old one is kept
 //!   until the backend is dropped (freeing exported memory while another process maps it
 //!   is undefined), which costs little: buffers grow with headroom, rarely.
@@ -240,6 +240,12 @@ impl Drop for Imports {
             unsafe { sys::cuEventDestroy_v2(e) };
         }
     }
+}
+
+/// Make `stream` wait for `ev` (an event of another process).
+pub(crate) fn wait(stream: &CudaStream, ev: sys::CUevent) -> Result<(), DriverError> {
+    // SAFETY: both handles are alive.
+    unsafe { sys::cuStreamWaitEvent(stream.cu_stream(), ev, 0) }.result()
 }
 
 /// This machine, as far as IPC goes: the kernel's boot id and the host name.

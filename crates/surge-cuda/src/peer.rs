@@ -4,8 +4,7 @@
 //! # Who may touch what, and when
 //!
 //! Every device has a worker thread; each backend issues work on its own GPU's (legacy
-//! default) stream, and the copies of its neighbours' edge values on a side stream of its
-//! own. A receiver copies from the sender's memory on *its own* stream,
+//! default) stream only. A receiver copies from the sender's memory on *its own* stream,
 //! after making that stream wait for an event the sender recorded after writing the data
 //! (cross-context event waits are allowed). Neither stream ever waits for the other in the
 //! opposite direction, so the GPUs cannot deadlock. What remains is the sender's side: it
@@ -24,18 +23,14 @@
 //!
 //! **Edge force values.** The block points into the sender's force (and shifting) buffer, at
 //! the edge's range, and holds the sender's `edge_done` event (by `Arc`, so it outlives the
-//! block), recorded after the edge forces. The receiver copies on its side stream
-//! ([`SideStream`], non-blocking) behind that event and behind its own edges, while its
-//! default stream computes the inner forces; the default stream waits for an event recorded
-//! after the copies, and the receiver keeps the block until it has synchronised that stream
-//! (its `force_stats`, or an update): then the copy is over, and the block is dropped.
+//! block), recorded after the edge forces. The receiver waits on it, copies, synchronises
+//! its stream, then drops the block: when `set_copy_forces_peer` returns, the copy is over.
 //! The sender rewrites those ranges only in its next force pass for the edges, at a rebuild
 //! (the force buffer is the sort's scratch, and buffers may be reallocated) or at an import.
 //! The smart worker reaches each of these only after a reduction (`Worker::reduce`: the dt
 //! reduction after every first force pass, the displacement reduction at the end of every
 //! step), and a reduction completes only when every device has entered it, hence after
-//! every receiver's `force_stats` of the pass before has returned (the worker calls it
-//! before the dt reduction, and every update synchronises too). Inner forces,
+//! every receiver's `set_copy_forces_peer` of the pass before has returned. Inner forces,
 //! updates and the copies from the neighbours touch other ranges, or only read. As a guard,
 //! the backend fails (instead of racing) when it is about to rewrite those ranges while a
 //! block still holds its `edge_done` (`Arc::strong_count`): the caller broke the order.
@@ -108,20 +103,18 @@ pub(crate) struct EdgeBlock {
     pub count: usize,
 }
 
-/// Queue a copy of `bytes` bytes from `src` (memory of `src_ctx`'s GPU) to `dst` (memory of
-/// `dst_ctx`'s GPU) on `stream` (of `dst_ctx`). `mapped`: that GPU was given direct access to
-/// the source's memory ([`reach`] returned true): then the copy is an ordinary
-/// device-to-device copy over the mapping (unified addresses), which starts as soon as
-/// `stream` reaches it. Else `cuMemcpyPeerAsync`, which the driver stages through the host
-/// where the GPUs cannot reach each other (and which, `tests/peer_copy.rs` shows, waits for
-/// the work running on the source GPU).
+/// Queue a copy of `bytes` bytes from `src` (memory of `src_ctx`'s GPU) to `dst` (of
+/// `stream`'s context) on `stream`. `mapped`: this GPU was given direct access to the
+/// source's memory ([`reach`] returned true): then the copy is an ordinary device-to-device
+/// copy over the mapping (unified addresses), which starts as soon as `stream` reaches it.
+/// Else `cuMemcpyPeerAsync`, which the driver stages through the host where the GPUs cannot
+/// reach each other.
 ///
 /// # Safety
 /// Both ranges must be allocated and stay so until the copy is over; nothing may write the
 /// source until then.
 pub unsafe fn copy(
-    stream: sys::CUstream,
-    dst_ctx: &CudaContext,
+    stream: &CudaStream,
     dst: sys::CUdeviceptr,
     src_ctx: &CudaContext,
     src: sys::CUdeviceptr,
@@ -131,58 +124,11 @@ pub unsafe fn copy(
     if bytes == 0 {
         return Ok(());
     }
+    let dst_ctx = stream.context();
     if mapped || dst_ctx.cu_ctx() == src_ctx.cu_ctx() {
-        result::memcpy_dtod_async(dst, src, bytes, stream)
+        result::memcpy_dtod_async(dst, src, bytes, stream.cu_stream())
     } else {
-        result::memcpy_peer_async(dst_ctx.cu_ctx(), dst, src_ctx.cu_ctx(), src, bytes, stream)
-    }
-}
-
-/// A device's stream for the copies of its neighbours' edge values, which run while its
-/// default stream computes the inner forces. Non-blocking, so the legacy default stream
-/// neither waits for it nor makes it wait: every ordering between the two is an event wait.
-pub(crate) struct SideStream {
-    raw: sys::CUstream,
-    ctx: Arc<CudaContext>,
-}
-
-impl SideStream {
-    /// A new non-blocking stream on `ctx`'s GPU (binds `ctx` to the calling thread).
-    pub fn new(ctx: &Arc<CudaContext>) -> Result<SideStream, DriverError> {
-        ctx.bind_to_thread()?;
-        let raw = result::stream::create(result::stream::StreamKind::NonBlocking)?;
-        Ok(SideStream { raw, ctx: ctx.clone() })
-    }
-
-    /// The stream's handle.
-    pub fn raw(&self) -> sys::CUstream {
-        self.raw
-    }
-
-    /// Make the stream wait for `ev` (of any context of this process, or an imported one).
-    pub fn wait(&self, ev: sys::CUevent) -> Result<(), DriverError> {
-        // SAFETY: both handles are alive.
-        unsafe { result::stream::wait_event(self.raw, ev, sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT) }
-    }
-
-    /// Record `ev` (of this stream's context) on the stream.
-    pub fn record(&self, ev: &CudaEvent) -> Result<(), DriverError> {
-        // SAFETY: both handles are alive and of one context.
-        unsafe { result::event::record(ev.cu_event(), self.raw) }
-    }
-}
-
-// SAFETY: a CUstream is a driver handle, usable from any thread with its context bound.
-unsafe impl Send for SideStream {}
-
-impl Drop for SideStream {
-    fn drop(&mut self) {
-        if self.ctx.bind_to_thread().is_ok() {
-            // SAFETY: destroyed once, here; work still queued completes first.
-            unsafe {
-                let _ = result::stream::destroy(self.raw);
-            }
-        }
+        result::memcpy_peer_async(dst_ctx.cu_ctx(), dst, src_ctx.cu_ctx(), src, bytes, stream.cu_stream())
     }
 }
 

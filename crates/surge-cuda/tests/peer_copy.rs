@@ -80,7 +80,7 @@ fn a_copy_from_another_gpu_does_not_wait_for_its_work() {
     );
     let (wait, busy) = copy_while_busy(&c0, &c1, spin, |d, s, st| {
         // SAFETY: as above.
-        unsafe { surge_cuda::peer::copy(st.cu_stream(), &c0, d, &c1, s, bytes, mapped) }.unwrap()
+        unsafe { surge_cuda::peer::copy(st, d, &c1, s, bytes, mapped) }.unwrap()
     });
     println!(
         "surge_cuda::peer::copy (peer access {}): {:.3} ms, GPU 1 {} busy when it ended",
@@ -93,70 +93,5 @@ fn a_copy_from_another_gpu_does_not_wait_for_its_work() {
         "the copy from GPU 1 waited {:.0} ms for the kernel running there (spinning {:.0} ms)",
         1e3 * wait.as_secs_f64(),
         1e3 * spin.as_secs_f64()
-    );
-}
-
-/// What a device thread of a process does while its neighbour's thread waits in the driver
-/// for the neighbour's GPU (`cuStreamSynchronize` while that GPU computes its inner forces):
-/// waiting on an event the neighbour recorded earlier (already complete), then copying
-/// from the neighbour's memory. Prints how long each step took (diagnostic, no assertion).
-#[test]
-fn cross_device_calls_while_another_thread_synchronises() {
-    let gpus = if surge_cuda::driver_present() { surge_cuda::gpus().map(|g| g.len()).unwrap_or(0) } else { 0 };
-    if gpus < 2 {
-        eprintln!("skipped: needs two GPUs ({gpus} found)");
-        return;
-    }
-    let (c0, c1) = (CudaContext::new(0).unwrap(), CudaContext::new(1).unwrap());
-    let mapped = surge_cuda::peer::reach(&c0, &c1).unwrap();
-    let (s0, s1) = (c0.default_stream(), c1.default_stream());
-    let src = s1.alloc_zeros::<u32>(WORDS).unwrap();
-    let dst = s0.alloc_zeros::<u32>(WORDS).unwrap();
-    let ptx = cudarc::nvrtc::compile_ptx(SPIN).unwrap();
-    let f = c1.load_module(ptx).unwrap().load_function("spin").unwrap();
-    let khz = c1.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CLOCK_RATE).unwrap() as f64;
-    let cycles = (khz * 1e3 * 0.3) as i64;
-    let early = c1.new_event(None).unwrap();
-    early.record(&s1).unwrap();
-    s1.synchronize().unwrap();
-    let (d, s) = (dst.device_ptr(&s0).0, src.device_ptr(&s1).0);
-    let spinner = {
-        let (c1, s1, f) = (c1.clone(), s1.clone(), f.clone());
-        std::thread::spawn(move || {
-            c1.bind_to_thread().unwrap();
-            let mut b = s1.launch_builder(&f);
-            b.arg(&cycles);
-            let one = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (1, 1, 1), shared_mem_bytes: 0 };
-            // SAFETY: the kernel takes one 64-bit integer.
-            unsafe { b.launch(one) }.unwrap();
-            let t = Instant::now();
-            s1.synchronize().unwrap();
-            t.elapsed()
-        })
-    };
-    std::thread::sleep(Duration::from_millis(50));
-    c0.bind_to_thread().unwrap();
-    let t = Instant::now();
-    early.synchronize().unwrap();
-    let ev_sync = t.elapsed();
-    let t = Instant::now();
-    s0.wait(&early).unwrap();
-    let wait = t.elapsed();
-    let t = Instant::now();
-    // SAFETY: both buffers hold 4 WORDS bytes and outlive the copy (synchronised below).
-    unsafe { surge_cuda::peer::copy(s0.cu_stream(), &c0, d, &c1, s, 4 * WORDS, mapped) }.unwrap();
-    let queue = t.elapsed();
-    let t = Instant::now();
-    s0.synchronize().unwrap();
-    let sync = t.elapsed();
-    let spun = spinner.join().unwrap();
-    println!(
-        "while GPU 1's thread synchronises ({:.0} ms): cuEventSynchronize {:.3} ms, cuStreamWaitEvent {:.3} ms, \
-         copy queued {:.3} ms, GPU 0 synchronised {:.3} ms",
-        1e3 * spun.as_secs_f64(),
-        1e3 * ev_sync.as_secs_f64(),
-        1e3 * wait.as_secs_f64(),
-        1e3 * queue.as_secs_f64(),
-        1e3 * sync.as_secs_f64()
     );
 }

@@ -30,8 +30,8 @@ pub struct DeviceTimes {
     /// off the device, waiting for the neighbours' values, putting them on the copies.
     pub exposed: f64,
     /// Waiting for slower devices: in reductions (dt, displacement, balancing times), and for
-    /// a neighbour's device block of edge values that it has not sent yet (it sends it as
-    /// soon as it has launched its edges).
+    /// a neighbour's edge values not computed yet (over device links, where the two can be
+    /// told apart: [`Backend::peer_ready`]).
     pub reduce: f64,
 }
 
@@ -391,36 +391,31 @@ impl Worker {
         if !launch_first {
             self.call(|b| b.forces(Part::Inner));
         }
-        // A device that computes on its own takes the neighbours' values while it computes
-        // the inner part: over a host link their upload queues behind it, over a device link
-        // the copy runs beside it (the backend orders it after the neighbour's edges and
-        // before the update). Else they come after the inner part.
+        // Values over a host link are taken while the device computes the inner part (their
+        // upload queues behind it); a device link's copy waits for the device, so it comes
+        // after.
+        let links = self.links.unwrap_or_default();
+        let early = |side: Side| launch_first && links[side as usize] == Link::Host;
         let t1 = Instant::now();
-        let mut behind_early = 0.0;
-        if launch_first {
-            for side in self.neighbours() {
-                behind_early += self.copy_forces_from(side);
-            }
+        for side in self.neighbours().filter(|&s| early(s)) {
+            // Host links: the values arrive through the host, no wait to tell apart.
+            self.copy_forces_from(side);
         }
         let back_early = t1.elapsed().as_secs_f64();
         let t2 = Instant::now();
         let stats = self.call(|b| b.force_stats()).unwrap_or_default();
-        // The device still computing after the early receipts hid them (and any wait for a
-        // late neighbour); else that wait was load imbalance, the rest exposed exchange.
+        // The device still computing after the early receipts hid them.
         let hidden = t2.elapsed().as_secs_f64() > 2e-4;
-        let early_exposed = if hidden { 0.0 } else { back_early - behind_early };
-        let mut behind = if hidden { 0.0 } else { behind_early };
-        let waited = if hidden { 0.0 } else { back_early };
-        let computed = t0.elapsed().as_secs_f64() - waited - if launch_first { 0.0 } else { out };
+        let early_exposed = if hidden { 0.0 } else { back_early };
+        let computed = t0.elapsed().as_secs_f64() - early_exposed - if launch_first { 0.0 } else { out };
         let t3 = Instant::now();
-        if !launch_first {
-            for side in self.neighbours() {
-                behind += self.copy_forces_from(side);
-            }
+        let mut behind = 0.0;
+        for side in self.neighbours().filter(|&s| !early(s)) {
+            behind += self.copy_forces_from(side);
         }
-        // Waiting for a neighbour that has not sent its values yet is load imbalance.
+        // Waiting for a neighbour still computing its edges is load imbalance, not exchange.
         self.times.reduce += behind;
-        let back = if alone || launch_first { 0.0 } else { t3.elapsed().as_secs_f64() - behind };
+        let back = if alone { 0.0 } else { t3.elapsed().as_secs_f64() - behind };
         let exposed = back + early_exposed + if launch_first { 0.0 } else { out };
         self.times.exchange += out + back_early + back;
         self.times.forces += computed;
@@ -430,8 +425,8 @@ impl Worker {
     }
 
     /// The neighbour on `side`'s edge force values into this device's copies. Returns the
-    /// seconds spent waiting for a device block (load imbalance: the neighbour sends it as
-    /// soon as it has launched its edges, so a wait means it came late to the pass).
+    /// seconds spent waiting for the neighbour to launch and compute them (device links: its
+    /// block is sent as soon as the edges are launched).
     fn copy_forces_from(&mut self, side: Side) -> f64 {
         let mut behind = 0.0;
         let t = Instant::now();
@@ -440,10 +435,10 @@ impl Worker {
                 self.call(|b| b.set_copy_forces(side, &v));
                 self.edge_buf = v;
             }
-            // The copy is over once `force_stats` (or an update) has returned, and the backend
-            // holds the block till then: the sender may rewrite the values only after the next
-            // reduction, which this device reaches after that.
+            // Returns once the copy is done: the sender may overwrite the values after the
+            // next reduction, which this device reaches only after this.
             Some(Packet::Device(block)) => {
+                self.call(|b| b.peer_ready(&block));
                 behind = t.elapsed().as_secs_f64();
                 self.call(|b| b.set_copy_forces_peer(side, block));
             }
