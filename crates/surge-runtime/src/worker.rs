@@ -70,6 +70,9 @@ pub(crate) struct Worker {
     /// Seconds of work (forces, updates, rebuilds; waiting for other devices excluded)
     /// since the last balancing decision.
     window_work: f64,
+    /// No balancing decision made yet: the first window, with the start-up in it (the first
+    /// rebuild's exchange, allocations), only resets the measure.
+    first_window: bool,
     pub moves: u64,
     /// This device failed: its failure, reported at the next reduction.
     failed: Option<Failure>,
@@ -96,6 +99,7 @@ impl Worker {
             half_skin,
             times: DeviceTimes::default(),
             window_work: 0.0,
+            first_window: true,
             moves: 0,
             failed: None,
             peer_failed: false,
@@ -500,7 +504,9 @@ impl Worker {
     /// Every `balance.every` steps, the work times of all devices (forces, updates,
     /// rebuilds: what a device does itself, waiting excluded) decide boundary moves
     /// ([`SliceMap::rebalance`]), applied at the next rebuild (so the neighbour order, hence
-    /// the results, do not change).
+    /// the results, do not change). The first window after the start only resets the
+    /// measure: on 4 GPUs its start-up costs made the first decision move 4 layers the wrong
+    /// way (strong scaling over 30 steps fell from 92 % to 89 %).
     fn balance(&mut self) -> Result<(), DeviceError> {
         let b = self.case.balance;
         if !b.enabled
@@ -508,6 +514,11 @@ impl Worker {
             || !self.clock.step.is_multiple_of(b.every as u64)
             || self.pending.is_some()
         {
+            return Ok(());
+        }
+        if std::mem::take(&mut self.first_window) {
+            // Every device skips the same window (same steps), so no collective is missed.
+            self.window_work = 0.0;
             return Ok(());
         }
         let t0 = Instant::now();
