@@ -162,9 +162,9 @@ impl SliceMap {
     /// the larger of the two slices' time per layer (a move of `k` layers shifts about `k c`
     /// from one to the other): the dearer estimate, since a wide slice of mostly empty or
     /// dry layers next to a narrow one full of water says little about the layers at their
-    /// boundary, and underestimating them makes the boundary swing. No slice becomes thinner than
-    /// [`SliceMap::min_width`]. Deterministic in `times`, so every device that sees the same
-    /// times makes the same moves.
+    /// boundary, and underestimating them makes the boundary swing. No slice becomes
+    /// thinner than [`SliceMap::min_width`]. Deterministic in `times`, so every device that
+    /// sees the same times makes the same moves.
     pub fn rebalance(&mut self, times: &[f64], threshold: f64) -> Vec<Move> {
         let old = self.bounds.clone();
         let min = self.min_width();

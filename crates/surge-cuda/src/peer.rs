@@ -108,7 +108,8 @@ pub(crate) struct EdgeBlock {
 /// source's memory ([`reach`] returned true): then the copy is an ordinary device-to-device
 /// copy over the mapping (unified addresses), which starts as soon as `stream` reaches it.
 /// Else `cuMemcpyPeerAsync`, which the driver stages through the host where the GPUs cannot
-/// reach each other.
+/// reach each other (and which waits for the work running on the source GPU: 300 ms behind
+/// a 300 ms kernel in `tests/peer_copy.rs` on two H200s, against 0.04 ms over the mapping).
 ///
 /// # Safety
 /// Both ranges must be allocated and stay so until the copy is over; nothing may write the
