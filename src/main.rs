@@ -92,6 +92,10 @@ enum Command {
     /// List GPUs and say whether CUDA, NVRTC and MPI were found.
     Info,
     /// Measure particle-steps per second and bytes per particle on the 2D and 3D dam breaks.
+    ///
+    /// With several devices it also prints one line per device: particles, cell layers, and
+    /// the shares of the step spent computing forces, rebuilding, updating, on exchange not
+    /// hidden (exposed), waiting for slower devices, and the load balancer's boundary moves.
     Bench {
         /// Which benchmark cases.
         #[arg(long, value_enum, default_value = "all")]
