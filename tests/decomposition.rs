@@ -341,16 +341,17 @@ mod blocks {
         fn share_accept(&mut self, offer: &[u8]) -> Result<bool, Failure> {
             Ok(self.accept && offer == b"blocks")
         }
-        fn set_copy_forces_peer(&mut self, side: Side, block: DeviceBlock) -> Result<(), Failure> {
+        fn set_copy_forces_peer(&mut self, side: Side, block: DeviceBlock) -> Result<f64, Failure> {
             BLOCKS_TAKEN.fetch_add(1, Ordering::Relaxed);
             match block {
                 DeviceBlock::Shared(bytes) => {
                     SHARED_TAKEN.fetch_add(1, Ordering::Relaxed);
                     let v: Vec<[f32; 4]> = bytes.chunks_exact(16).map(bytemuck::pod_read_unaligned).collect();
-                    self.cpu.set_copy_forces(side, &v)
+                    self.cpu.set_copy_forces(side, &v)?;
                 }
-                b => self.cpu.set_copy_forces(side, &take::<Vec<[f32; 4]>>(b)?),
+                b => self.cpu.set_copy_forces(side, &take::<Vec<[f32; 4]>>(b)?)?,
             }
+            Ok(0.0)
         }
         fn update(&mut self, which: Update, dt: f64) -> Result<UpdateStats, Failure> {
             self.cpu.update(which, dt)

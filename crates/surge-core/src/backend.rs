@@ -300,16 +300,11 @@ pub trait Backend: Interpolate + Send {
     }
     /// [`Backend::set_copy_forces`] from a block of the neighbour on `side`
     /// ([`Backend::edge_forces_peer`]), copied device to device; the same values land in the
-    /// same places. Fails when the lengths do not match.
-    fn set_copy_forces_peer(&mut self, side: Side, _block: DeviceBlock) -> Result<(), Failure> {
+    /// same places. Fails when the lengths do not match. Returns the seconds it waited for
+    /// the neighbour to finish computing the values before copying them (load imbalance,
+    /// told apart from the copy itself; 0 where the backend does not tell).
+    fn set_copy_forces_peer(&mut self, side: Side, _block: DeviceBlock) -> Result<f64, Failure> {
         Err(Failure::Device(format!("{} takes no {side:?} force values from another device's memory", self.name())))
-    }
-    /// Wait (on the host) until the values a neighbour's block names
-    /// ([`Backend::edge_forces_peer`]) are computed, before [`Backend::set_copy_forces_peer`]
-    /// copies them: so the caller can tell waiting for a slower neighbour (load imbalance)
-    /// from the copy itself. The default returns at once (the copy then waits).
-    fn peer_ready(&mut self, _block: &DeviceBlock) -> Result<(), Failure> {
-        Ok(())
     }
     /// Apply an update with time step dt to every particle held, copies included. Fails
     /// with the lowest-id particle whose new state is not finite.

@@ -66,6 +66,16 @@ pub fn cost_weight(kind: u32) -> u64 {
     }
 }
 
+/// The weight of each of `layers` cell layers for a first cut: [`cost_weight`] summed over
+/// the particles, given as (layer, kind).
+pub fn layer_weights(layers: i32, particles: impl IntoIterator<Item = (i32, u32)>) -> Vec<u64> {
+    let mut w = vec![0u64; layers as usize];
+    for (l, kind) in particles {
+        w[l as usize] += cost_weight(kind);
+    }
+    w
+}
+
 /// The thinnest slice allowed for a halo width.
 pub fn min_width(halo: i32) -> i32 {
     2 * halo + 1
@@ -173,7 +183,7 @@ impl SliceMap {
             let (tl, tr) = (times[b - 1], times[b]);
             let (slow, diff) = (tl.max(tr), (tl - tr).abs());
             let per_layer = (tl / (old[b] - old[b - 1]).max(1) as f64).max(tr / (old[b + 1] - old[b]).max(1) as f64);
-            if !(slow > 0.0) || diff <= threshold * slow || diff <= per_layer {
+            if !slow.is_finite() || slow <= 0.0 || diff <= threshold * slow || diff <= per_layer {
                 continue;
             }
             let want = ((diff / (2.0 * per_layer)).round() as i32).clamp(1, MAX_MOVE);

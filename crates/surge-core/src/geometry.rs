@@ -48,11 +48,7 @@ impl Filled {
     /// The weight of each layer for the first cut ([`crate::decomp::cost_weight`] summed
     /// over its particles); `layers` from [`Filled::layers`].
     pub fn layer_weights(&self, layers: &[i32], grid: &Grid) -> Vec<u64> {
-        let mut w = vec![0u64; grid.layers() as usize];
-        for (&l, &k) in layers.iter().zip(&self.kind) {
-            w[l as usize] += crate::decomp::cost_weight(k as u32);
-        }
-        w
+        crate::decomp::layer_weights(grid.layers(), layers.iter().zip(&self.kind).map(|(&l, &k)| (l, k as u32)))
     }
 
     /// The particles device `d` of `map` owns (`layers` from [`Filled::layers`]).

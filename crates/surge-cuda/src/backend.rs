@@ -218,29 +218,6 @@ fn cfg(threads: usize) -> LaunchConfig {
     }
 }
 
-/// The device buffer of the conserved buffer `id` and its 32-bit words per particle (for
-/// gathers, where the other fields of the backend are borrowed too).
-fn conserved_src<'a>(
-    id: BufferId,
-    pos: &'a CudaSlice<u32>,
-    vel: &'a CudaSlice<u32>,
-    cell: &'a CudaSlice<u32>,
-    info: &'a CudaSlice<u32>,
-    vel_prev: &'a CudaSlice<u32>,
-    wall: &'a Option<CudaSlice<u32>>,
-) -> Result<(&'a CudaSlice<u32>, usize), String> {
-    let src = match id {
-        BufferId::Pos => pos,
-        BufferId::Vel => vel,
-        BufferId::Cell => cell,
-        BufferId::Info => info,
-        BufferId::VelPrev => vel_prev,
-        BufferId::Wall => wall.as_ref().ok_or("no device buffer for wall normals")?,
-        other => return Err(format!("no device buffer for {}", other.name())),
-    };
-    Ok((src, id.elem_bytes() / 4))
-}
-
 /// Queue the gather of the `idx.len()` particles listed in `idx` from `src` (`per` words
 /// each, 2 or 4) to the device memory at `dst`.
 ///
@@ -757,21 +734,20 @@ impl CudaBackend {
     /// # Safety
     /// `dst` must hold [`Self::staging_words`] words for `list.len()` particles and stay allocated
     /// until the gathers are over.
-    unsafe fn gather_to(&mut self, list: Range<usize>, dst: sys::CUdeviceptr) -> Result<BufferSet, String> {
+    unsafe fn gather_to(&self, list: Range<usize>, dst: sys::CUdeviceptr) -> Result<BufferSet, String> {
         let what = "copying particles for a neighbour's GPU";
         let want = self.buffers.and(BufferSet::conserved());
         let m = list.len();
         if m == 0 {
             return Ok(want);
         }
-        let CudaBackend { stream, k, key, pos, vel, cell, info, vel_prev, wall, .. } = self;
-        let idx = key.slice(list);
+        let idx = self.key.slice(list);
         let mut at = 0;
         for id in want.iter() {
-            let (src, per) = conserved_src(id, pos, vel, cell, info, vel_prev, wall)?;
+            let (src, per) = (self.conserved(id)?, id.elem_bytes() / 4);
             // SAFETY: the list holds m indices below n, and `dst` holds `per * m` words at
             // `at` (the caller's promise).
-            unsafe { gather(stream, k, &idx, src, per, dst + 4 * at as u64) }.map_err(|e| fail(what, e))?;
+            unsafe { gather(&self.stream, &self.k, &idx, src, per, dst + 4 * at as u64) }.map_err(|e| fail(what, e))?;
             at += segment_words(per, m);
         }
         Ok(want)
@@ -844,17 +820,15 @@ impl CudaBackend {
             // Mapped into this context; the sender synchronised after its gathers.
             Incoming::Shared { src, .. } => (self.ctx.clone(), *src, true),
         };
-        let stream = self.stream.clone();
-        let n = self.n;
+        let (stream, n) = (&self.stream, self.n);
         let mut at = 0;
         for id in set.iter() {
             let per = id.elem_bytes() / 4;
-            let dst = self.conserved_mut(id).ok_or_else(|| format!("no device buffer for {}", id.name()))?;
-            let dst = dst.device_ptr(&stream).0 + 4 * (per * n) as u64;
+            let dst = self.conserved(id)?.device_ptr(stream).0 + 4 * (per * n) as u64;
             // SAFETY: the source holds `per * m` words at `at` (it holds this buffer's
             // words there); room for n + m particles exists; the source is not rewritten
             // before the copy is over (see `crate::peer` and `crate::ipc`).
-            unsafe { peer::copy(&stream, dst, &src_ctx, src + 4 * at as u64, 4 * per * m, mapped) }
+            unsafe { peer::copy(stream, dst, &src_ctx, src + 4 * at as u64, 4 * per * m, mapped) }
                 .map_err(|e| fail(what, e))?;
             at += segment_words(per, m);
         }
@@ -864,7 +838,7 @@ impl CudaBackend {
 
     /// Gather the conserved buffers of the particles listed in `key[list]` into a state on
     /// the whole grid (through the force buffer).
-    fn gather_out(&mut self, list: Range<usize>) -> Result<ParticleState, String> {
+    fn gather_out(&self, list: Range<usize>) -> Result<ParticleState, String> {
         let what = "copying particles for a neighbour";
         let want = self.buffers.and(BufferSet::conserved());
         let m = list.len();
@@ -872,14 +846,14 @@ impl CudaBackend {
             return Ok(ParticleState::empty(self.buffers, &self.whole));
         }
         let mut st = ParticleState::zeroed(m, want);
-        let CudaBackend { stream, k, key, force, pos, vel, cell, info, vel_prev, wall, .. } = self;
-        let idx = key.slice(list);
+        let (stream, force) = (&self.stream, &self.force);
+        let idx = self.key.slice(list);
         let scratch = force.device_ptr(stream).0;
         for id in want.iter() {
-            let (src, per) = conserved_src(id, pos, vel, cell, info, vel_prev, wall)?;
+            let (src, per) = (self.conserved(id)?, id.elem_bytes() / 4);
             // SAFETY: the list holds m indices below n, the force buffer (the scratch) has
             // room for 4 cap words, per * m at most.
-            unsafe { gather(stream, k, &idx, src, per, scratch) }.map_err(|e| fail(what, e))?;
+            unsafe { gather(stream, &self.k, &idx, src, per, scratch) }.map_err(|e| fail(what, e))?;
             let dst: &mut [u32] = bytemuck::cast_slice_mut(st.bytes_mut(id));
             stream.memcpy_dtoh(&force.slice(0..per * m), dst).map_err(|e| fail(what, e))?;
         }
@@ -1053,10 +1027,7 @@ impl CudaBackend {
             self.stage_host(side)?;
         }
         self.edge_done.record(&self.stream).map_err(|e| fail(what, e))?;
-        if Side::BOTH.iter().any(|&s| self.shared[s as usize] && !to_host[s as usize]) {
-            self.share_edges(to_host)?;
-        }
-        Ok(())
+        self.share_edges(to_host)
     }
 
     /// Queue the copy of the edge on `side`'s values to its pinned staging.
@@ -1079,19 +1050,24 @@ impl CudaBackend {
         Ok(())
     }
 
-    /// Copy the edges' values for the neighbours on other ranks into their exported buffers
-    /// (sized at the rebuild), then record the interprocess event they wait on.
+    /// Copy the edges' values for the neighbours on other ranks (unless `to_host`) into their
+    /// exported buffers (sized at the rebuild), then record the interprocess event they wait
+    /// on. Nothing without such a neighbour.
     fn share_edges(&mut self, to_host: [bool; 2]) -> Result<(), String> {
         let what = "copying edge forces for a neighbouring rank's GPU";
-        for side in Side::BOTH.into_iter().filter(|&s| self.shared[s as usize] && !to_host[s as usize]) {
+        let sides = Side::BOTH.map(|s| self.shared[s as usize] && !to_host[s as usize]);
+        if sides == [false; 2] {
+            return Ok(());
+        }
+        for side in Side::BOTH.into_iter().filter(|&s| sides[s as usize]) {
             let r = self.edges[side as usize].clone();
             let Some(buf) = self.ipc_edges[side as usize].as_ref() else { continue };
+            if r.is_empty() {
+                continue;
+            }
             let bytes = 16 * r.len();
             let sources = [Some(&self.force), self.shift.as_ref()];
             for (src, at) in sources.into_iter().flatten().zip([0, bytes as u64]) {
-                if bytes == 0 {
-                    break;
-                }
                 let from = src.device_ptr(&self.stream).0 + 16 * r.start as u64;
                 // SAFETY: the source range holds the edge's values; the exported buffer holds
                 // two such ranges (sized at the rebuild) and no neighbour reads it before the
@@ -1265,7 +1241,21 @@ impl CudaBackend {
         Ok((v[0] != 0).then(|| f64::from_bits(v[0]) - self.whole.cell[axis] + self.whole.origin[axis]))
     }
 
-    /// The device buffer of a conserved buffer id (None when the case has no such buffer).
+    /// The device buffer of a conserved buffer id; an error names one the case lacks.
+    fn conserved(&self, id: BufferId) -> Result<&CudaSlice<u32>, String> {
+        match id {
+            BufferId::Pos => Some(&self.pos),
+            BufferId::Vel => Some(&self.vel),
+            BufferId::Cell => Some(&self.cell),
+            BufferId::Info => Some(&self.info),
+            BufferId::VelPrev => Some(&self.vel_prev),
+            BufferId::Wall => self.wall.as_ref(),
+            _ => None,
+        }
+        .ok_or_else(|| format!("no device buffer for {}", id.name()))
+    }
+
+    /// [`Self::conserved`], to write (None when the case has no such buffer).
     fn conserved_mut(&mut self, id: BufferId) -> Option<&mut CudaSlice<u32>> {
         match id {
             BufferId::Pos => Some(&mut self.pos),
@@ -1302,11 +1292,11 @@ impl CudaBackend {
         if out.len() != r.len() || out.buffers() != want {
             *out = ParticleState::zeroed(r.len(), want);
         }
-        let stream = self.stream.clone();
+        let stream = &self.stream;
         for id in want.iter() {
             let per = id.elem_bytes() / 4;
             let dst: &mut [u32] = bytemuck::cast_slice_mut(out.bytes_mut(id));
-            let src = self.conserved_mut(id).ok_or_else(|| format!("no device buffer for {}", id.name()))?;
+            let src = self.conserved(id)?;
             if !r.is_empty() {
                 let view = src.slice(per * r.start..per * r.end);
                 stream.memcpy_dtoh(&view, dst).map_err(|e| fail("copying the particle state", e))?;
@@ -1620,7 +1610,7 @@ impl Backend for CudaBackend {
         }))))
     }
 
-    fn set_copy_forces_peer(&mut self, side: Side, block: DeviceBlock) -> Result<(), Failure> {
+    fn set_copy_forces_peer(&mut self, side: Side, block: DeviceBlock) -> Result<f64, Failure> {
         self.bind()?;
         let kind = |what: &str| {
             Failure::Device(format!("force values from the {side:?} neighbour in a block that is not {what}"))
@@ -1659,9 +1649,18 @@ impl Backend for CudaBackend {
             )));
         }
         if r.is_empty() {
-            return Ok(());
+            return Ok(0.0);
         }
         let what = "copying forces from a neighbour's GPU";
+        // On the host first: a neighbour still computing its edges is load imbalance.
+        let t = std::time::Instant::now();
+        match &wait {
+            Wait::Local(done) => done.synchronize(),
+            // SAFETY: the event is open in this process until the backend is dropped.
+            Wait::Shared(ev) => unsafe { sys::cuEventSynchronize(*ev) }.result(),
+        }
+        .map_err(|e| Failure::Device(fail(what, e)))?;
+        let behind = t.elapsed().as_secs_f64();
         // Imported memory is mapped into this context.
         let mapped = if held.is_some() { self.reach(&src_ctx)? } else { true };
         // Behind the neighbour's edge forces; a local block (so the neighbour's right to
@@ -1685,27 +1684,7 @@ impl Backend for CudaBackend {
         })();
         let synced = self.stream.synchronize();
         drop(held);
-        queued.and(synced).map_err(|e| Failure::Device(fail(what, e)))
-    }
-
-    fn peer_ready(&mut self, block: &DeviceBlock) -> Result<(), Failure> {
-        self.bind()?;
-        let what = "waiting for a neighbour's edge forces";
-        match block {
-            DeviceBlock::Local(b) => match b.downcast_ref::<EdgeBlock>() {
-                Some(b) => b.done.synchronize().map_err(|e| Failure::Device(fail(what, e))),
-                // Refused with a message by `set_copy_forces_peer`.
-                None => Ok(()),
-            },
-            DeviceBlock::Shared(bytes) => match Shared::from_bytes(bytes) {
-                Ok(Shared::Forces { event, .. }) => {
-                    let ev = self.imports.event(&event).map_err(Failure::Device)?;
-                    // SAFETY: the event is open in this process until the backend is dropped.
-                    unsafe { sys::cuEventSynchronize(ev) }.result().map_err(|e| Failure::Device(fail(what, e)))
-                }
-                _ => Ok(()),
-            },
-        }
+        queued.and(synced).map(|()| behind).map_err(|e| Failure::Device(fail(what, e)))
     }
 
     fn update(&mut self, which: Update, dt: f64) -> Result<UpdateStats, Failure> {

@@ -64,7 +64,9 @@ fn forces<B: Backend>(devs: &mut [B], peer: bool) {
             }
             let from = s.opposite() as usize;
             match blocks[j][from].take() {
-                Some(b) => d.set_copy_forces_peer(s, b).unwrap(),
+                Some(b) => {
+                    d.set_copy_forces_peer(s, b).unwrap();
+                }
                 None => d.set_copy_forces(s, &edges[j][from]).unwrap(),
             }
         }

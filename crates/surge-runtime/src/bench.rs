@@ -126,9 +126,16 @@ pub fn bench(mut sim: Simulation, steps: u64) -> Result<BenchResult, crate::Step
     let reports = sim.reports();
     let mut particles = [sim.particles() as f64];
     sim.cluster().sum(&mut particles);
-    let delta = |f: fn(&crate::DeviceTimes) -> f64| {
-        reports.iter().zip(&reports0).map(|(r, r0)| f(&r.times) - f(&r0.times)).fold(0.0, f64::max)
-    };
+    // Each device's figures over the timed steps.
+    let timed: Vec<DeviceSummary> = reports
+        .iter()
+        .zip(&reports0)
+        .map(|(r, r0)| {
+            let r = crate::DeviceReport { times: r.times.since(&r0.times), moves: r.moves - r0.moves, ..r.clone() };
+            crate::run::device_summary(&r)
+        })
+        .collect();
+    let largest = |f: fn(&DeviceSummary) -> f64| timed.iter().map(f).fold(0.0, f64::max);
     let ranks = sim.cluster().size();
     let mut r = BenchResult {
         case: sim.case().name.clone(),
@@ -140,28 +147,13 @@ pub fn bench(mut sim: Simulation, steps: u64) -> Result<BenchResult, crate::Step
         stages,
         rebuilds: sim.rebuilds() - rebuilds0,
         devices: reports.len() * sim.cluster().size(),
-        exchange: delta(|t| t.exchange),
-        exposed: delta(|t| t.exposed),
+        exchange: largest(|d| d.exchange_seconds),
+        exposed: largest(|d| d.exposed_exchange_seconds),
         ranks,
         ms_per_step: 0.0,
         particle_steps_per_second: 0.0,
         per_device: Vec::new(),
     };
-    let timed: Vec<DeviceSummary> = reports
-        .iter()
-        .zip(&reports0)
-        .map(|(r, r0)| {
-            let (mut d, d0) = (crate::run::device_summary(r), crate::run::device_summary(r0));
-            d.force_seconds -= d0.force_seconds;
-            d.rebuild_seconds -= d0.rebuild_seconds;
-            d.update_seconds -= d0.update_seconds;
-            d.exchange_seconds -= d0.exchange_seconds;
-            d.exposed_exchange_seconds -= d0.exposed_exchange_seconds;
-            d.reduce_seconds -= d0.reduce_seconds;
-            d.boundary_moves -= d0.boundary_moves;
-            d
-        })
-        .collect();
     r.per_device = crate::run::gather_devices(sim.cluster().as_ref(), &timed).unwrap_or_default();
     // The slowest rank's figures: every rank steps in lockstep, so they agree to a few µs.
     let mut worst = [r.seconds, r.exchange, r.exposed];

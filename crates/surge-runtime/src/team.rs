@@ -250,11 +250,11 @@ impl Team {
         particles.relocate(&self.grid)?;
         particles.validate(&self.grid)?;
         let axis = self.grid.split_axis();
-        let layers = self.grid.layers();
-        let mut weights = vec![0u64; layers as usize];
-        for (c, i) in particles.arrays().cell.iter().zip(&particles.arrays().info) {
-            weights[c[axis] as usize] += surge_core::decomp::cost_weight(i[1]);
-        }
+        let a = particles.arrays();
+        let weights = surge_core::decomp::layer_weights(
+            self.grid.layers(),
+            a.cell.iter().zip(&a.info).map(|(c, i)| (c[axis], i[1])),
+        );
         let (k, first) = (self.handles.len(), self.first);
         let map = SliceMap::balanced(&weights, k * self.cluster.size(), self.grid.reach)?;
         let cells = &particles.arrays().cell;

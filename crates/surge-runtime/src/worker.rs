@@ -31,8 +31,22 @@ pub struct DeviceTimes {
     pub exposed: f64,
     /// Waiting for slower devices: in reductions (dt, displacement, balancing times), and for
     /// a neighbour's edge values not computed yet (over device links, where the two can be
-    /// told apart: [`Backend::peer_ready`]).
+    /// told apart: [`Backend::set_copy_forces_peer`]).
     pub reduce: f64,
+}
+
+impl DeviceTimes {
+    /// The seconds spent since `earlier` (a report of the same device).
+    pub fn since(&self, earlier: &DeviceTimes) -> DeviceTimes {
+        DeviceTimes {
+            rebuild: self.rebuild - earlier.rebuild,
+            forces: self.forces - earlier.forces,
+            update: self.update - earlier.update,
+            exchange: self.exchange - earlier.exchange,
+            exposed: self.exposed - earlier.exposed,
+            reduce: self.reduce - earlier.reduce,
+        }
+    }
 }
 
 /// What a device reports about itself.
@@ -442,9 +456,8 @@ impl Worker {
             // Returns once the copy is done: the sender may overwrite the values after the
             // next reduction, which this device reaches only after this.
             Some(Packet::Device(block)) => {
-                self.call(|b| b.peer_ready(&block));
                 behind = t.elapsed().as_secs_f64();
-                self.call(|b| b.set_copy_forces_peer(side, block));
+                behind += self.call(|b| b.set_copy_forces_peer(side, block)).unwrap_or(0.0);
             }
             Some(p) => self.fail(Failure::Device(format!("expected forces, got {}", p.kind()))),
             None => {}
