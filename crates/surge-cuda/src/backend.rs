@@ -150,6 +150,10 @@ pub struct CudaBackend {
     cell_start: CudaSlice<u32>,
     scan: Vec<ScanLevel>,
     stats: CudaSlice<u32>,
+    /// The stats at the host (pinned: [`Self::read_stats`]).
+    stats_host: PinnedHostSlice<u32>,
+    /// Recorded by [`Self::settle`] to wait for the stream.
+    settled: CudaEvent,
     /// Counters of the rebuild's classification: leaving, to the left, to the right.
     counters: CudaSlice<u32>,
     /// Stand in for buffers a case does not use (never touched by its kernels): one for
@@ -459,6 +463,8 @@ impl CudaBackend {
             cell_start: zeros(bins + 2, "cell starts")?,
             scan: scan_levels(&stream, bins + 2)?,
             stats: up(&STATS_INIT, 0, "stats")?,
+            stats_host: pinned(&ctx, 8)?,
+            settled: event()?,
             counters: zeros(4, "counters")?,
             dummy: zeros(4, "placeholder")?,
             dummy_out: zeros(4, "placeholder")?,
@@ -517,11 +523,25 @@ impl CudaBackend {
         self.stream.memcpy_htod(&STATS_INIT, &mut self.stats).map_err(|e| fail("resetting the stats", e))
     }
 
+    /// The stats of the kernels queued so far, once they are over (through pinned memory, so
+    /// the copy is queued and the wait is [`Self::settle`]'s).
     fn read_stats(&mut self, after: &str) -> Result<[u32; 8], String> {
-        let mut s = [0u32; 8];
-        self.stream.memcpy_dtoh(&self.stats, &mut s).map_err(|e| fail(after, e))?;
-        self.stream.synchronize().map_err(|e| fail(after, e))?;
-        Ok(s)
+        self.stream.memcpy_dtoh(&self.stats, &mut self.stats_host).map_err(|e| fail(after, e))?;
+        self.settle(after)?;
+        let s = self.stats_host.as_slice().map_err(|e| fail(after, e))?;
+        Ok(s[..8].try_into().expect("the stats are 8 words"))
+    }
+
+    /// Wait on the host until the work queued on the stream so far is over: on an event
+    /// recorded now, never `cuStreamSynchronize` (nor a copy to pageable memory behind
+    /// queued kernels, which blocks in the driver as long). With one thread per GPU in a
+    /// process, waits of those two kinds for the inner forces left 1.8-3.7 % of a step
+    /// exposed in the copy phase that follows (4 x H200; 0.1-0.3 % with event waits, as with
+    /// one process per GPU: docs/PERFORMANCE.md), presumably as the driver's entry points
+    /// share locks between the contexts of a process (cudarc#169, pytorch#24963).
+    fn settle(&self, what: &str) -> Result<(), String> {
+        self.settled.record(&self.stream).map_err(|e| fail(what, e))?;
+        self.settled.synchronize().map_err(|e| fail(what, e))
     }
 
     /// The held particle with global id `id`, for a failure message; `reason` None: it left
@@ -542,12 +562,14 @@ impl CudaBackend {
     /// First particle of layer `l` of the window, from the cell table (at the host: one word).
     fn layer_starts(&mut self, ls: [i32; 4]) -> Result<[usize; 4], String> {
         let what = "reading the cell table";
+        // As in `classify`: the stream idle before the copies to pageable memory.
+        self.settle(what)?;
         let mut v = [0u32; 4];
         for (j, &l) in ls.iter().enumerate() {
             let at = 2 * self.win.layer_start(l);
             self.stream.memcpy_dtoh(&self.cell_start.slice(at..at + 1), &mut v[j..j + 1]).map_err(|e| fail(what, e))?;
         }
-        self.stream.synchronize().map_err(|e| fail(what, e))?;
+        self.settle(what)?;
         Ok(v.map(|x| x as usize))
     }
 
@@ -576,7 +598,7 @@ impl CudaBackend {
             return Ok(());
         }
         let cap = capacity_for(need);
-        self.stream.synchronize().map_err(|e| fail("growing the particle buffers", e))?;
+        self.settle("growing the particle buffers")?;
         let (s, n) = (&self.stream, self.n);
         for (buf, per) in [
             (&mut self.pos, 4),
@@ -638,9 +660,12 @@ impl CudaBackend {
             // from both ends and never overlap, so they hold count <= cap indices.
             unsafe { b.launch(cfg(own.len())) }.map_err(|e| fail(what, e))?;
         }
+        // Waiting first leaves the copy to pageable memory (which may block in the driver
+        // until the stream reaches it) nothing to wait for; the second wait is for the copy.
+        self.settle(what)?;
         let mut c = [0u32; 4];
         self.stream.memcpy_dtoh(&self.counters, &mut c).map_err(|e| fail(what, e))?;
-        self.stream.synchronize().map_err(|e| fail(what, e))?;
+        self.settle(what)?;
         let m = own.len();
         let (kept, left, right) = (m.wrapping_sub(c[0] as usize), c[1] as usize, c[2] as usize);
         if left + right > m || kept > m {
@@ -672,7 +697,7 @@ impl CudaBackend {
     fn finish_end(&mut self) -> Result<(), Failure> {
         let bins = 2 * self.win.cell_count();
         if bins != self.bins {
-            self.stream.synchronize().map_err(|e| fail("resizing the cell table", e))?;
+            self.settle("resizing the cell table")?;
             self.cell_start =
                 self.stream.alloc_zeros::<u32>(bins + 2).map_err(|e| fail("allocating the cell table", e))?;
             self.scan = scan_levels(&self.stream, bins + 2)?;
@@ -799,7 +824,7 @@ impl CudaBackend {
         // SAFETY: the buffer holds `bytes` bytes and lives until the backend is dropped; the
         // neighbour is done with it (two rebuilds ago, see `crate::ipc`).
         let buffers = unsafe { self.gather_to(list, dst) }?;
-        self.stream.synchronize().map_err(|e| fail(what, e))?;
+        self.settle(what)?;
         Ok(DeviceBlock::Shared(Shared::Particles { mem, count: m as u64, buffers: buffers.0 }.to_bytes()))
     }
 
@@ -857,7 +882,7 @@ impl CudaBackend {
             let dst: &mut [u32] = bytemuck::cast_slice_mut(st.bytes_mut(id));
             stream.memcpy_dtoh(&force.slice(0..per * m), dst).map_err(|e| fail(what, e))?;
         }
-        stream.synchronize().map_err(|e| fail(what, e))?;
+        self.settle(what)?;
         st.set_grid(&self.whole);
         Ok(st)
     }
@@ -1170,7 +1195,7 @@ impl CudaBackend {
             let dst = &mut host_info.as_mut_slice().map_err(|e| fail(what, e))?[..2 * m];
             stream.memcpy_dtoh(&info.slice(2 * r.start..2 * r.end), dst).map_err(|e| fail(what, e))?;
         }
-        self.stream.synchronize().map_err(|e| fail(what, e))?;
+        self.settle(what)?;
         let pos: &[[f32; 4]] = bytemuck::cast_slice(&self.host_pos.as_slice().map_err(|e| fail(what, e))?[..4 * m]);
         let vel: &[[f32; 4]] = bytemuck::cast_slice(&self.host_vel.as_slice().map_err(|e| fail(what, e))?[..4 * m]);
         let cell: &[[i32; 4]] = bytemuck::cast_slice(&self.host_cell.as_slice().map_err(|e| fail(what, e))?[..4 * m]);
@@ -1214,10 +1239,12 @@ impl CudaBackend {
             // SAFETY: argument types match gauge_sums_kernel; `points` fits the gauge buffers.
             unsafe { b.launch(cfg(xs.len())) }.map_err(|e| fail(what, e))?;
         }
+        // As in `classify`.
+        self.settle(what)?;
         let mut sums = vec![0.0f64; 2 * xs.len()];
         let view = self.gauge_out.slice(0..2 * xs.len());
         self.stream.memcpy_dtoh(&view, &mut sums).map_err(|e| fail(what, e))?;
-        self.stream.synchronize().map_err(|e| fail(what, e))?;
+        self.settle(what)?;
         out.extend(sums.chunks(2).map(|c| (c[0], c[1])));
         Ok(())
     }
@@ -1235,9 +1262,11 @@ impl CudaBackend {
             // SAFETY: argument types match front_kernel; first + count <= n.
             unsafe { b.launch(cfg(self.own.len())) }.map_err(|e| fail(what, e))?;
         }
+        // As in `classify`.
+        self.settle(what)?;
         let mut v = [0u64; 1];
         self.stream.memcpy_dtoh(&self.front_out, &mut v).map_err(|e| fail(what, e))?;
-        self.stream.synchronize().map_err(|e| fail(what, e))?;
+        self.settle(what)?;
         Ok((v[0] != 0).then(|| f64::from_bits(v[0]) - self.whole.cell[axis] + self.whole.origin[axis]))
     }
 
@@ -1303,20 +1332,20 @@ impl CudaBackend {
             }
         }
         out.set_grid(&self.whole);
-        stream.synchronize().map_err(|e| fail("copying the particle state", e))
+        self.settle("copying the particle state")
     }
 
     fn try_import(&mut self, mut state: ParticleState) -> Result<(), String> {
         // A state from another grid (the CPU's cells are larger) moves to this one's cells.
         state.prepare_import(self.buffers.and(BufferSet::conserved()), &self.whole)?;
         let m = state.len();
-        self.stream.synchronize().map_err(|e| fail("loading the particle state", e))?;
+        self.settle("loading the particle state")?;
         // Nothing held is kept.
         self.n = 0;
         self.dropping = None;
         self.ensure_capacity(m)?;
         self.upload(&state, 0)?;
-        self.stream.synchronize().map_err(|e| fail("loading the particle state", e))?;
+        self.settle("loading the particle state")?;
         self.n = m;
         self.own = 0..m;
         self.edges = [0..0, 0..0];
@@ -1490,7 +1519,7 @@ impl Backend for CudaBackend {
             }
             Ok::<(), Failure>(())
         })();
-        let synced = self.stream.synchronize().map_err(|e| fail("copying particles from a neighbour's GPU", e));
+        let synced = self.settle("copying particles from a neighbour's GPU");
         drop(blocks);
         queued?;
         synced?;
@@ -1681,10 +1710,11 @@ impl Backend for CudaBackend {
                 unsafe { peer::copy(&self.stream, dst, &src_ctx, src, bytes, mapped) }?;
             }
             Ok(())
-        })();
-        let synced = self.stream.synchronize();
+        })()
+        .map_err(|e: DriverError| fail(what, e));
+        let synced = self.settle(what);
         drop(held);
-        queued.and(synced).map(|()| behind).map_err(|e| Failure::Device(fail(what, e)))
+        queued.and(synced).map(|()| behind).map_err(Failure::Device)
     }
 
     fn update(&mut self, which: Update, dt: f64) -> Result<UpdateStats, Failure> {
