@@ -536,7 +536,7 @@ impl CudaBackend {
     /// recorded now, never `cuStreamSynchronize` (nor a copy to pageable memory behind
     /// queued kernels, which blocks in the driver as long). With one thread per GPU in a
     /// process, waits of those two kinds for the inner forces left 1.8-3.7 % of a step
-    /// exposed in the copy phase that follows (4 x H200; 0.1-0.3 % with event waits, as with
+    /// exposed in the copy phase that follows (4 x H200; 0.1-0.4 % with event waits, as with
     /// one process per GPU: docs/PERFORMANCE.md), presumably as the driver's entry points
     /// share locks between the contexts of a process (cudarc#169, pytorch#24963).
     fn settle(&self, what: &str) -> Result<(), String> {
