@@ -150,8 +150,8 @@ pub struct CudaBackend {
     cell_start: CudaSlice<u32>,
     scan: Vec<ScanLevel>,
     stats: CudaSlice<u32>,
-    /// The stats at the host (pinned: [`Self::read_stats`]).
-    stats_host: PinnedHostSlice<u32>,
+    /// Small reads at the host (stats, counters, cell starts: [`read_words`]).
+    words_host: PinnedHostSlice<u32>,
     /// Recorded by [`Self::settle`] to wait for the stream.
     settled: CudaEvent,
     /// Counters of the rebuild's classification: leaving, to the left, to the right.
@@ -212,6 +212,35 @@ pub struct CudaBackend {
 /// A CUDA failure, naming what was running.
 fn fail(what: &str, e: impl std::fmt::Debug) -> String {
     format!("CUDA error in {what}: {e:?}")
+}
+
+/// Wait on the host until the work queued on `stream` so far is over, on `event` recorded
+/// now ([`CudaBackend::settle`] says why never otherwise).
+fn settle(stream: &CudaStream, event: &CudaEvent, what: &str) -> Result<(), String> {
+    event.record(stream).map_err(|e| fail(what, e))?;
+    event.synchronize().map_err(|e| fail(what, e))
+}
+
+/// The device words `views` (8 in all at most), one after the other, once the stream has
+/// reached them: queued copies into the pinned `host`, then one wait ([`settle`]).
+fn read_words(
+    stream: &Arc<CudaStream>,
+    event: &CudaEvent,
+    host: &mut PinnedHostSlice<u32>,
+    views: &[CudaView<'_, u32>],
+    what: &str,
+) -> Result<[u32; 8], String> {
+    let h = host.as_mut_slice().map_err(|e| fail(what, e))?;
+    let mut at = 0;
+    for v in views {
+        // Into pinned memory (the driver knows it by its address): queued, no wait.
+        let dst = h.get_mut(at..at + v.len()).ok_or_else(|| format!("{what}: more than 8 words to read"))?;
+        stream.memcpy_dtoh(v, dst).map_err(|e| fail(what, e))?;
+        at += v.len();
+    }
+    settle(stream, event, what)?;
+    let h = host.as_slice().map_err(|e| fail(what, e))?;
+    Ok(h[..8].try_into().expect("the buffer holds 8 words"))
 }
 
 fn cfg(threads: usize) -> LaunchConfig {
@@ -463,7 +492,7 @@ impl CudaBackend {
             cell_start: zeros(bins + 2, "cell starts")?,
             scan: scan_levels(&stream, bins + 2)?,
             stats: up(&STATS_INIT, 0, "stats")?,
-            stats_host: pinned(&ctx, 8)?,
+            words_host: pinned(&ctx, 8)?,
             settled: event()?,
             counters: zeros(4, "counters")?,
             dummy: zeros(4, "placeholder")?,
@@ -523,13 +552,10 @@ impl CudaBackend {
         self.stream.memcpy_htod(&STATS_INIT, &mut self.stats).map_err(|e| fail("resetting the stats", e))
     }
 
-    /// The stats of the kernels queued so far, once they are over (through pinned memory, so
-    /// the copy is queued and the wait is [`Self::settle`]'s).
+    /// The stats of the kernels queued so far, once they are over.
     fn read_stats(&mut self, after: &str) -> Result<[u32; 8], String> {
-        self.stream.memcpy_dtoh(&self.stats, &mut self.stats_host).map_err(|e| fail(after, e))?;
-        self.settle(after)?;
-        let s = self.stats_host.as_slice().map_err(|e| fail(after, e))?;
-        Ok(s[..8].try_into().expect("the stats are 8 words"))
+        let v = [self.stats.slice(..)];
+        read_words(&self.stream, &self.settled, &mut self.words_host, &v, after)
     }
 
     /// Wait on the host until the work queued on the stream so far is over: on an event
@@ -540,8 +566,7 @@ impl CudaBackend {
     /// one process per GPU: docs/PERFORMANCE.md), presumably as the driver's entry points
     /// share locks between the contexts of a process (cudarc#169, pytorch#24963).
     fn settle(&self, what: &str) -> Result<(), String> {
-        self.settled.record(&self.stream).map_err(|e| fail(what, e))?;
-        self.settled.synchronize().map_err(|e| fail(what, e))
+        settle(&self.stream, &self.settled, what)
     }
 
     /// The held particle with global id `id`, for a failure message; `reason` None: it left
@@ -561,16 +586,10 @@ impl CudaBackend {
 
     /// First particle of layer `l` of the window, from the cell table (at the host: one word).
     fn layer_starts(&mut self, ls: [i32; 4]) -> Result<[usize; 4], String> {
-        let what = "reading the cell table";
-        // As in `classify`: the stream idle before the copies to pageable memory.
-        self.settle(what)?;
-        let mut v = [0u32; 4];
-        for (j, &l) in ls.iter().enumerate() {
-            let at = 2 * self.win.layer_start(l);
-            self.stream.memcpy_dtoh(&self.cell_start.slice(at..at + 1), &mut v[j..j + 1]).map_err(|e| fail(what, e))?;
-        }
-        self.settle(what)?;
-        Ok(v.map(|x| x as usize))
+        let at = ls.map(|l| 2 * self.win.layer_start(l));
+        let v = at.map(|a| self.cell_start.slice(a..a + 1));
+        let w = read_words(&self.stream, &self.settled, &mut self.words_host, &v, "reading the cell table")?;
+        Ok([0, 1, 2, 3].map(|j| w[j] as usize))
     }
 
     /// The copies from a side.
@@ -660,12 +679,7 @@ impl CudaBackend {
             // from both ends and never overlap, so they hold count <= cap indices.
             unsafe { b.launch(cfg(own.len())) }.map_err(|e| fail(what, e))?;
         }
-        // Waiting first leaves the copy to pageable memory (which may block in the driver
-        // until the stream reaches it) nothing to wait for; the second wait is for the copy.
-        self.settle(what)?;
-        let mut c = [0u32; 4];
-        self.stream.memcpy_dtoh(&self.counters, &mut c).map_err(|e| fail(what, e))?;
-        self.settle(what)?;
+        let c = read_words(&self.stream, &self.settled, &mut self.words_host, &[self.counters.slice(..)], what)?;
         let m = own.len();
         let (kept, left, right) = (m.wrapping_sub(c[0] as usize), c[1] as usize, c[2] as usize);
         if left + right > m || kept > m {
@@ -1239,7 +1253,8 @@ impl CudaBackend {
             // SAFETY: argument types match gauge_sums_kernel; `points` fits the gauge buffers.
             unsafe { b.launch(cfg(xs.len())) }.map_err(|e| fail(what, e))?;
         }
-        // As in `classify`.
+        // The kernel over first: a copy to pageable memory may block in the driver until the
+        // stream reaches it ([`settle`]); the second wait is for the copy.
         self.settle(what)?;
         let mut sums = vec![0.0f64; 2 * xs.len()];
         let view = self.gauge_out.slice(0..2 * xs.len());
@@ -1262,7 +1277,7 @@ impl CudaBackend {
             // SAFETY: argument types match front_kernel; first + count <= n.
             unsafe { b.launch(cfg(self.own.len())) }.map_err(|e| fail(what, e))?;
         }
-        // As in `classify`.
+        // As in `try_fluid_sums`.
         self.settle(what)?;
         let mut v = [0u64; 1];
         self.stream.memcpy_dtoh(&self.front_out, &mut v).map_err(|e| fail(what, e))?;
