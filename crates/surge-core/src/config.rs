@@ -1,7 +1,7 @@
-//! The case file (TOML) as written by the user, and its validation into a [`Case`].
+//! The case file (TOML) as written by the user, and its validation into a [`Case`](crate::Case).
 //!
 //! Parsing goes file → `toml::Table` → `--set` overrides → typed [`CaseFile`] (every struct
-//! denies unknown keys) → [`Case`] (checked, dimension resolved, derived constants). Every
+//! denies unknown keys) → [`Case`](crate::Case) (checked, dimension resolved, derived constants). Every
 //! error names the file and the field, in one sentence.
 
 use serde::Deserialize;

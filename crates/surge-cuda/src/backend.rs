@@ -306,7 +306,7 @@ fn segment_words(per: usize, m: usize) -> usize {
 /// Device bytes per particle held for a case's buffer set on a device alone: the set (no
 /// pressure buffer: the GPU computes pressure where it is used) for each particle, and the
 /// cell table (two bins per cell, plus two). In a team the buffers grow with headroom
-/// ([`capacity_for`]) at the first rebuild, and the backend reports what it holds.
+/// (`capacity_for`) at the first rebuild, and the backend reports what it holds.
 pub fn bytes_per_particle(set: BufferSet, particles: usize, cells: usize) -> usize {
     allocated_per_particle(set, particles, particles, cells)
 }
@@ -559,8 +559,9 @@ impl CudaBackend {
     }
 
     /// Wait on the host until the work queued on the stream so far is over: on an event
-    /// recorded now, never `cuStreamSynchronize` (nor a copy to pageable memory behind
-    /// queued kernels, which blocks in the driver as long). With one thread per GPU in a
+    /// recorded now, never `cuStreamSynchronize`; and a step's small reads go through pinned
+    /// memory ([`read_words`]), not a copy to pageable memory behind the queued kernels
+    /// (which blocks in the driver until they are over). With one thread per GPU in a
     /// process, waits of those two kinds for the inner forces left 1.8-3.7 % of a step
     /// exposed in the copy phase that follows (4 x H200; 0.1-0.4 % with event waits, as with
     /// one process per GPU: docs/PERFORMANCE.md), presumably as the driver's entry points

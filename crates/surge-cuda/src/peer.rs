@@ -11,13 +11,13 @@
 //! must not rewrite (or free) memory a receiver has not finished copying.
 //!
 //! **Rebuild particles.** The sender gathers each neighbour's particles into a staging buffer
-//! of its own ([`Staging`], used for nothing else) and records `ready` after the gathers.
+//! of its own (`Staging`, used for nothing else) and records `ready` after the gathers.
 //! The block holds the staging buffer by `Arc`. The receiver drops its block only after
 //! synchronising its stream behind the copies (also on its error paths), so while a copy
 //! may be in flight the sender's `Arc` is not the only one. The sender reuses a staging
 //! buffer only when it is the only holder ([`Arc::get_mut`]); otherwise it allocates a new
 //! one, and the old one is freed by whoever drops it last, with the sender's context bound
-//! ([`Staging`]'s `Drop`). This needs no handshake at all (in a run, the reductions of the
+//! (`Staging`'s `Drop`). This needs no handshake at all (in a run, the reductions of the
 //! steps between two rebuilds make the fallback allocation rare: it happens when two
 //! rebuilds follow each other with no step between, as at a restart).
 //!
