@@ -141,7 +141,7 @@ pub mod mpi_cluster {
 
     use super::Cluster;
     use mpi::collective::SystemOperation;
-    use mpi::point_to_point::{MatchedReceiveVec, Message};
+    use mpi::point_to_point::{MatchedReceiveVec, Message, Status};
     use mpi::topology::{Communicator, SimpleCommunicator};
     use mpi::traits::*;
     use mpi::Threading;
@@ -249,6 +249,21 @@ pub mod mpi_cluster {
             let _g = self.lock.as_ref().map(|l| l.lock().unwrap_or_else(|p| p.into_inner()));
             f()
         }
+
+        /// The next message from `from` with `tag`, matched (blocks). Under the lock it
+        /// polls, releasing the lock between tries so the other threads' calls go on.
+        fn probe(&self, from: usize, tag: i32) -> (Message, Status) {
+            let p = self.world.process_at_rank(from as i32);
+            loop {
+                if self.lock.is_none() {
+                    return p.matched_probe_with_tag(tag);
+                }
+                if let Some(got) = self.locked(|| p.immediate_matched_probe_with_tag(tag)) {
+                    return got;
+                }
+                std::thread::yield_now();
+            }
+        }
     }
 
     impl Cluster for Mpi {
@@ -302,17 +317,8 @@ pub mod mpi_cluster {
             let _ = self.sender(to).send((to, tag, bytes));
         }
         fn recv_into(&self, from: usize, tag: i32, buf: &mut [u8]) -> Result<(), String> {
-            let p = self.world.process_at_rank(from as i32);
             // Matched, so the length is checked before the receive (no truncation error).
-            let (m, status) = loop {
-                if self.lock.is_none() {
-                    break p.matched_probe_with_tag(tag);
-                }
-                if let Some(got) = self.locked(|| p.immediate_matched_probe_with_tag(tag)) {
-                    break got;
-                }
-                std::thread::yield_now();
-            };
+            let (m, status) = self.probe(from, tag);
             let n = status.count(u8::equivalent_datatype()) as usize;
             if n != buf.len() {
                 // Take it anyway (into a scratch vector), so the stream of messages stays in step.
@@ -323,17 +329,8 @@ pub mod mpi_cluster {
             Ok(())
         }
         fn recv(&self, from: usize, tag: i32) -> Vec<u8> {
-            let p = self.world.process_at_rank(from as i32);
-            if self.lock.is_none() {
-                return p.receive_vec_with_tag::<u8>(tag).0;
-            }
-            loop {
-                let got: Option<(Message, _)> = self.locked(|| p.immediate_matched_probe_with_tag(tag));
-                if let Some(m) = got {
-                    return self.locked(|| m.matched_receive_vec::<u8>().0);
-                }
-                std::thread::yield_now();
-            }
+            let got = self.probe(from, tag);
+            self.locked(|| got.matched_receive_vec::<u8>().0)
         }
         fn barrier(&self) {
             self.locked(|| self.world.barrier());

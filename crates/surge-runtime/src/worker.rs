@@ -49,6 +49,11 @@ impl DeviceTimes {
     }
 }
 
+/// Seconds a wait for the device must last to show it was still computing (longer than a
+/// wait on an idle device, a few tens of microseconds): host-link receipts before such a
+/// wait were hidden behind the inner forces.
+const STILL_COMPUTING: f64 = 2e-4;
+
 /// What a device reports about itself.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeviceReport {
@@ -92,7 +97,10 @@ pub(crate) struct Worker {
     failed: Option<Failure>,
     /// A neighbour sent a failure notice, or a link broke.
     peer_failed: bool,
-    edge_buf: Vec<[f32; 4]>,
+    /// Per side, the vector the edge force values go out in over a host link: the one the
+    /// neighbour on that side sent last, so vectors circulate between two devices and a
+    /// force pass allocates none.
+    edge_buf: [Vec<[f32; 4]>; 2],
     /// How each neighbour is reached: None until the first rebuild decides it
     /// ([`Worker::decide_links`]), then fixed (neighbours never change).
     links: Option<[Link; 2]>,
@@ -117,7 +125,7 @@ impl Worker {
             moves: 0,
             failed: None,
             peer_failed: false,
-            edge_buf: Vec::new(),
+            edge_buf: [Vec::new(), Vec::new()],
             links: None,
         }
     }
@@ -400,7 +408,7 @@ impl Worker {
                     }
                 }
             }
-            let mut buf = std::mem::take(&mut self.edge_buf);
+            let mut buf = std::mem::take(&mut self.edge_buf[side as usize]);
             self.call(|b| b.edge_forces(side, &mut buf));
             self.send(side, Packet::Forces(buf));
         }
@@ -423,7 +431,7 @@ impl Worker {
         let t2 = Instant::now();
         let stats = self.call(|b| b.force_stats()).unwrap_or_default();
         // The device still computing after the early receipts hid them.
-        let hidden = t2.elapsed().as_secs_f64() > 2e-4;
+        let hidden = t2.elapsed().as_secs_f64() > STILL_COMPUTING;
         let early_exposed = if hidden { 0.0 } else { back_early };
         let computed = t0.elapsed().as_secs_f64() - early_exposed - if launch_first { 0.0 } else { out };
         let t3 = Instant::now();
@@ -451,7 +459,7 @@ impl Worker {
         match self.recv(side) {
             Some(Packet::Forces(v)) => {
                 self.call(|b| b.set_copy_forces(side, &v));
-                self.edge_buf = v;
+                self.edge_buf[side as usize] = v;
             }
             // Returns once the copy is done: the sender may overwrite the values after the
             // next reduction, which this device reaches only after this.
