@@ -7,7 +7,7 @@
 mod common;
 use common::*;
 
-const MM_CSV: &str = include_str!("../../shared/validation/martin_moyce_1952_surge_front.csv");
+const MM_CSV: &str = include_str!("data/martin_moyce_1952_surge_front.csv");
 
 fn martin_moyce() -> Vec<(f64, f64)> {
     MM_CSV
