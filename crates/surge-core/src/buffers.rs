@@ -181,8 +181,13 @@ buffers! {
     /// Acceleration including the body force (xyz) and rate of relative density in w.
     Force => force: [f32; 4], "acc_rel_density_rate", false;
     /// Boundary particles: unit normal of the nearest wall surface, pointing into the fluid
-    /// (xyz), and the distance to that surface (w). Used by the Morris no-slip condition.
+    /// (xyz), and the distance to that surface (w), from the geometry (walls and obstacles
+    /// today; imported geometry will fill it the same way). Used by the Morris no-slip
+    /// condition and by mDBC (the ghost node lies at twice the distance along the normal).
     Wall => wall: [f32; 4], "wall_normal_distance", true;
+    /// mDBC: per boundary particle, the velocity the viscous term sees (xyz) and the relative
+    /// density taken from the ghost node (w), of the last mDBC pass.
+    Mdbc => mdbc: [f32; 4], "mdbc_velocity_density", false;
     /// Shifting: concentration gradient (xyz) and position divergence (w) of the last force pass.
     Shift => shift: [f32; 4], "shift_grad_c_div_r", false;
     /// Pressure, computed once per force pass.
@@ -214,14 +219,17 @@ impl BufferSet {
     pub fn and(self, o: BufferSet) -> Self {
         BufferSet(self.0 & o.0)
     }
-    /// The buffers a case needs: wall normals only with laminar viscosity (Morris no-slip),
-    /// shifting sums only with shifting, the step-start positions only for the symplectic
-    /// scheme.
+    /// The buffers a case needs: wall normals only with laminar viscosity (Morris no-slip)
+    /// or mDBC, the mDBC values only with mDBC, shifting sums only with shifting, the
+    /// step-start positions only for the symplectic scheme.
     pub fn for_case(case: &crate::Case) -> Self {
         use crate::case::{Shifting, Viscosity};
         let mut s = Self::all().0;
-        if !matches!(case.viscosity, Viscosity::Laminar { .. }) {
+        if !matches!(case.viscosity, Viscosity::Laminar { .. }) && !case.boundary.is_mdbc() {
             s &= !BufferId::Wall.bit();
+        }
+        if !case.boundary.is_mdbc() {
+            s &= !BufferId::Mdbc.bit();
         }
         if case.shifting == Shifting::None {
             s &= !BufferId::Shift.bit();

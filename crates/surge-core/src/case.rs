@@ -51,6 +51,26 @@ pub enum Shifting {
     },
 }
 
+/// The boundary condition of walls and obstacles (`physics.boundary`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Boundary {
+    /// Dynamic boundary particles: continuity over the fluid neighbours.
+    Dbc,
+    /// Modified dynamic boundary conditions: density and viscous velocity from a ghost node
+    /// ([`crate::physics::mdbc`]).
+    Mdbc {
+        /// Free slip (`true`) or no-slip (`false`).
+        slip: bool,
+    },
+}
+
+impl Boundary {
+    /// True for mDBC.
+    pub fn is_mdbc(self) -> bool {
+        matches!(self, Boundary::Mdbc { .. })
+    }
+}
+
 /// An axis-aligned box.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Aabb {
@@ -187,6 +207,8 @@ pub struct Case {
     pub diffusion: Diffusion,
     /// Particle shifting.
     pub shifting: Shifting,
+    /// Boundary condition of walls and obstacles.
+    pub boundary: Boundary,
     /// Start the fluid at hydrostatic pressure.
     pub hydrostatic_start: bool,
     /// Time integration.
@@ -674,6 +696,10 @@ impl Case {
             viscosity,
             diffusion,
             shifting,
+            boundary: match ph.boundary {
+                BoundarySpec::Dbc {} => Boundary::Dbc,
+                BoundarySpec::Mdbc { slip } => Boundary::Mdbc { slip },
+            },
             hydrostatic_start: match ph.initial_pressure {
                 Some(InitialPressure::Hydrostatic) => {
                     if g_mag == 0.0 {
@@ -707,7 +733,8 @@ impl Case {
     /// The identity of the simulated problem, which a checkpoint carries so that a restart
     /// refuses the particles of another case: geometry (dp, h, domain, periodic axes, fluid,
     /// wall and obstacle boxes, wall velocities, initial state), physics (density, body force,
-    /// kernel, equation of state, viscosity, density diffusion, shifting) and the time scheme
+    /// kernel, equation of state, viscosity, density diffusion, shifting, boundary condition)
+    /// and the time scheme
     /// (which sets what the stored step-back velocities mean).
     ///
     /// Left out, because a restart may change them: the name, `time.end`, `time.cfl` and
@@ -736,6 +763,7 @@ impl Case {
             viscosity,
             diffusion,
             shifting,
+            boundary,
             hydrostatic_start,
             scheme,
             cfl: _,
@@ -783,6 +811,10 @@ impl Case {
             Shifting::None => hs.str("none"),
             Shifting::Lind { coefficient, surface_threshold } => hs.str("lind").f64s(&[coefficient, surface_threshold]),
         };
+        // DBC adds nothing, so the cases (and checkpoints) from before mDBC keep their hash.
+        if let Boundary::Mdbc { slip } = *boundary {
+            hs.str("mdbc").u64(slip as u64);
+        }
         hs.u64(*hydrostatic_start as u64);
         match scheme {
             Scheme::Symplectic => hs.str("symplectic"),
@@ -890,6 +922,7 @@ mod tests {
             r#"physics.viscosity={kind="laminar", nu=1e-6}"#,
             r#"physics.density_diffusion={kind="none"}"#,
             r#"physics.shifting={kind="lind"}"#,
+            r#"physics.boundary={kind="mdbc"}"#,
             r#"physics.initial_pressure="zero""#,
             r#"time.scheme="verlet""#,
             "domain={min=[-1.0, -1.0], max=[3.0, 3.0]}",
@@ -898,6 +931,33 @@ mod tests {
             assert_ne!(hash(&[other]), base, "--set {other} must change the case hash");
         }
         assert_ne!(hash(&[r#"time.scheme="verlet""#]), hash(&[r#"time.scheme="verlet""#, "time.verlet_euler_every=7"]));
+        assert_ne!(
+            hash(&[r#"physics.boundary={kind="mdbc"}"#]),
+            hash(&[r#"physics.boundary={kind="mdbc",slip=true}"#])
+        );
+        assert_eq!(hash(&[r#"physics.boundary={kind="dbc"}"#]), base, "DBC is the default");
+    }
+
+    #[test]
+    fn the_boundary_condition_is_parsed_and_a_bad_one_named() {
+        let c = Case::from_str(CASE, &[]).unwrap();
+        assert_eq!(c.boundary, Boundary::Dbc);
+        let c = Case::from_str(CASE, &[r#"physics.boundary={kind="mdbc"}"#.into()]).unwrap();
+        assert_eq!(c.boundary, Boundary::Mdbc { slip: false });
+        let c = Case::from_str(CASE, &[r#"physics.boundary={kind="mdbc", slip=true}"#.into()]).unwrap();
+        assert_eq!(c.boundary, Boundary::Mdbc { slip: true });
+        for (set, want) in [
+            (r#"physics.boundary={kind="mbdc"}"#, "unknown variant `mbdc`, expected `dbc` or `mdbc`"),
+            (r#"physics.boundary={kind="dbc", slip=true}"#, "unknown field `slip`"),
+            (r#"physics.boundary={kind="mdbc", slip="yes"}"#, "expected a boolean"),
+            (r#"physics.boundary="mdbc""#, "expected"),
+        ] {
+            let e = Case::from_str(CASE, &[set.into()]).unwrap_err();
+            let text = e.to_string();
+            assert!(e.field.starts_with("physics.boundary"), "--set {set}: {text}");
+            assert!(text.starts_with("<string>: field `physics.boundary"), "--set {set}: {text}");
+            assert!(text.contains(want) && !text.contains('\n'), "--set {set}: {text}");
+        }
     }
 
     #[test]

@@ -225,6 +225,9 @@ pub struct PhysicsSpec {
     /// Particle shifting; default none.
     #[serde(default)]
     pub shifting: ShiftingSpec,
+    /// Boundary condition of walls and obstacles; default `dbc`.
+    #[serde(default)]
+    pub boundary: BoundarySpec,
     /// Initial fluid pressure: `hydrostatic` (default when the body force does not act along
     /// a periodic axis: each fluid box starts at rest under its own free surface) or `zero`.
     pub initial_pressure: Option<InitialPressure>,
@@ -262,6 +265,32 @@ pub enum ShiftingSpec {
     },
 }
 
+/// Boundary condition of the boundary particles (walls and obstacles).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum BoundarySpec {
+    /// Dynamic boundary particles (Crespo et al. 2007): boundary particles integrate the
+    /// continuity equation over their fluid neighbours (default). A struct variant, so that
+    /// a field of mDBC given with it (`slip`) is refused rather than ignored.
+    Dbc {},
+    /// Modified dynamic boundary conditions (English et al. 2022, DualSPHysics 5): each
+    /// boundary particle takes its density (and the velocity the viscous term sees) from a
+    /// ghost node mirrored across the wall surface, interpolated from the fluid there.
+    Mdbc {
+        /// `false` (default): no-slip, the viscous term sees `2 v_wall - v_ghost`; `true`:
+        /// free slip, the ghost's velocity relative to the wall keeps its tangential part and
+        /// has its normal part mirrored.
+        #[serde(default)]
+        slip: bool,
+    },
+}
+
+impl Default for BoundarySpec {
+    fn default() -> Self {
+        BoundarySpec::Dbc {}
+    }
+}
+
 impl Default for PhysicsSpec {
     fn default() -> Self {
         Self {
@@ -272,6 +301,7 @@ impl Default for PhysicsSpec {
             viscosity: ViscositySpec::default(),
             density_diffusion: DiffusionSpec::default(),
             shifting: ShiftingSpec::default(),
+            boundary: BoundarySpec::default(),
             initial_pressure: None,
         }
     }

@@ -76,6 +76,35 @@ pub fn layer_weights(layers: i32, particles: impl IntoIterator<Item = (i32, u32)
     w
 }
 
+/// The halo (layers of copies on each side of a slice, and of edge on each side of a
+/// neighbour) a case needs on a grid: the stencil reach, so that every owned particle sees
+/// all its neighbours; with mDBC also room for the ghost nodes, computed where they are used.
+///
+/// With mDBC every device computes the boundary values of its owned particles and of the
+/// copies within the stencil reach of them (those its force pass reads: no exchange before
+/// the force pass). A ghost node lies up to `2 · 2h` from its boundary particle along the wall
+/// normal (boundary particles 2h or deeper are not updated), which may point along the split
+/// axis (an obstacle's faces), and its stencil reaches `reach` cells beyond its own cell. So a
+/// window holds `reach` (copies read) `+ ghost` (ghost cells) `+ reach` (their stencil)
+/// layers on each side, and the sums of every ghost are those of one device: bitwise the
+/// same. Copies further out are not computed (nothing on this device reads them).
+pub fn halo(case: &crate::Case, grid: &crate::grid::Grid) -> i32 {
+    if case.boundary.is_mdbc() {
+        2 * grid.reach + ghost_layers(grid)
+    } else {
+        grid.reach
+    }
+}
+
+/// The most cells, along the split axis, between a boundary particle's cell and the cell of
+/// its ghost node: `round((o + 2 dist n) / cell)` with the particle's offset `|o| <= cell/2 +
+/// skin/2` (it moves less than half the skin between rebuilds) and `2 dist < 2 · support`.
+pub fn ghost_layers(grid: &crate::grid::Grid) -> i32 {
+    let cell = grid.cell[grid.split_axis()];
+    // round(x) <= floor(x + 1/2); a little margin for float32 rounding of the offset.
+    (1.0 + (0.5 * grid.skin + 2.0 * grid.support) / cell + 1e-4).floor() as i32
+}
+
 /// The thinnest slice allowed for a halo width.
 pub fn min_width(halo: i32) -> i32 {
     2 * halo + 1
@@ -203,6 +232,20 @@ impl SliceMap {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_mdbc_halo_holds_the_ghosts_of_the_copies_read() {
+        let text = "dp = 0.02\ntime = { end = 1.0 }\nphysics = { body_force = [0.0, -9.81] }\n\
+                    [[fluid]]\nmin = [0.0, 0.0]\nmax = [1.0, 1.0]\n";
+        let dbc = crate::Case::from_str(text, &[]).unwrap();
+        let mdbc = crate::Case::from_str(text, &[r#"physics.boundary={kind="mdbc"}"#.into()]).unwrap();
+        // CPU: cells of 2h (1 + 0.15), reach 1: a ghost lies up to 2 cells away.
+        let cpu = crate::grid::Grid::new(&dbc, 0).unwrap();
+        assert_eq!((halo(&dbc, &cpu), ghost_layers(&cpu), halo(&mdbc, &cpu)), (1, 2, 4));
+        // GPU: cells of h (1 + 0.02), reach 2: up to 4 cells away.
+        let gpu = crate::grid::Grid::with_skin(&dbc, 0, 0.02, 2).unwrap();
+        assert_eq!((halo(&dbc, &gpu), ghost_layers(&gpu), halo(&mdbc, &gpu)), (2, 4, 8));
+    }
 
     #[test]
     fn balanced_slices_split_the_weight_and_respect_the_minimum_width() {

@@ -8,7 +8,7 @@ use surge_core::case::Case;
 use surge_core::grid::Grid;
 use surge_core::physics::constants::Constants;
 use surge_core::physics::kernel::SmoothingKernel;
-use surge_core::physics::options::{DiffusionModel, ShiftingModel, ViscosityModel};
+use surge_core::physics::options::{BoundaryModel, DiffusionModel, ShiftingModel, ViscosityModel};
 use surge_core::physics::pair::{dispatch, Accum, PairParticle, Physics, WithPhysics};
 use surge_core::V3;
 
@@ -90,9 +90,16 @@ pub(crate) fn forces(
 impl WithPhysics for Pass<'_> {
     type Output = ForceStats;
 
-    fn call<K: SmoothingKernel, V: ViscosityModel, D: DiffusionModel, S: ShiftingModel, const DIM: usize>(
+    fn call<
+        K: SmoothingKernel,
+        V: ViscosityModel,
+        D: DiffusionModel,
+        S: ShiftingModel,
+        B: BoundaryModel,
+        const DIM: usize,
+    >(
         self,
-        ph: Physics<K, V, D, S, DIM>,
+        ph: Physics<K, V, D, S, B, DIM>,
     ) -> ForceStats {
         let Pass { consts: eos, grid, cell_start, a, range, pressures } = self;
         let g = eos.g;
@@ -100,14 +107,15 @@ impl WithPhysics for Pass<'_> {
             a.press.par_iter_mut().zip(a.vel.par_iter()).for_each(|(p, v)| *p = eos.pressure(v[3]));
         }
         let first = range.start;
-        let ParticleArrays { pos, vel, cell, info, press, force, wall, shift, .. } = a;
-        let (pos, vel, cell, info, press, wall) = (&*pos, &*vel, &*cell, &*info, &*press, &*wall);
+        let ParticleArrays { pos, vel, cell, info, press, force, wall, shift, mdbc, .. } = a;
+        let (pos, vel, cell, info, press, wall, mdbc) = (&*pos, &*vel, &*cell, &*info, &*press, &*wall, &*mdbc);
         let particle = |j: usize| PairParticle {
             vel: V3::from4(vel[j]),
             rho: eos.density(vel[j][3]),
             p: press[j],
             m: pos[j][3],
-            wall: if V::MIRROR_WALL { wall[j] } else { [0.0; 4] },
+            wall: if V::MIRROR_WALL && !B::MDBC { wall[j] } else { [0.0; 4] },
+            mdbc: if B::MDBC { mdbc[j] } else { [0.0; 4] },
         };
         let inv_rho0 = 1.0 / eos.rho0;
         // Particle i: its force value, its sums, and |a_i| (0 for boundary particles).
@@ -123,6 +131,9 @@ impl WithPhysics for Pass<'_> {
                 });
                 let a_i = acc.acc + g;
                 (a_i.with_w(acc.drho * inv_rho0), acc, a_i.norm2().sqrt())
+            } else if B::MDBC {
+                // The mDBC pass has set the density; nothing changes it until the next one.
+                ([0.0; 4], acc, 0.0)
             } else {
                 for_each_neighbour_of::<DIM>(grid, cell_start, pos, cell[i], oi, true, |j, r, r2, _| {
                     if r2 < ph.support2 && r2 > 0.0 {

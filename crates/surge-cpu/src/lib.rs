@@ -4,6 +4,7 @@
 #![warn(missing_docs)]
 
 mod forces;
+mod mdbc;
 mod sort;
 mod update;
 
@@ -50,6 +51,9 @@ pub struct CpuBackend {
     own: Range<usize>,
     /// The edges the left and right neighbours copy (empty without a neighbour).
     edges: [Range<usize>; 2],
+    /// mDBC: the particles whose boundary values the mDBC pass sets, the owned ones and the
+    /// copies within the stencil reach of them (those the force pass reads).
+    mdbc_range: Range<usize>,
     /// Largest values of the force pass so far.
     pass: ForceStats,
 }
@@ -98,6 +102,7 @@ impl CpuBackend {
             me: 0,
             own: 0..n,
             edges: [0..0, 0..0],
+            mdbc_range: 0..0,
             pass: ForceStats::default(),
         };
         be.solo_rebuild(&map, true).map_err(|f| f.to_string())?;
@@ -252,6 +257,8 @@ impl Backend for CpuBackend {
         let (lo, hi) = self.map.owned(self.me);
         let halo = self.map.halo;
         self.own = self.layer_start(lo)..self.layer_start(hi);
+        let reach = self.grid.reach;
+        self.mdbc_range = self.layer_start(lo - reach)..self.layer_start(hi + reach);
         self.edges = [
             match self.map.neighbour(self.me, Side::Left) {
                 Some(_) => self.own.start..self.layer_start(lo + halo),
@@ -268,6 +275,11 @@ impl Backend for CpuBackend {
     fn forces(&mut self, part: Part) -> Result<(), Failure> {
         match part {
             Part::Edges => {
+                if self.case.boundary.is_mdbc() {
+                    let CpuBackend { case, consts, grid, a, cell_start, pool, mdbc_range, .. } = self;
+                    let range = mdbc_range.clone();
+                    pool.install(|| mdbc::mdbc(case, consts, grid, cell_start, a, range));
+                }
                 self.pass = ForceStats::default();
                 let [l, r] = self.edges.clone();
                 let s = self.run_forces(l, true);
@@ -348,6 +360,7 @@ impl Backend for CpuBackend {
         self.a = a;
         self.own = 0..n;
         self.edges = [0..0, 0..0];
+        self.mdbc_range = 0..0;
         Ok(())
     }
 }

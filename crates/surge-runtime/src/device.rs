@@ -246,7 +246,7 @@ pub fn simulation_on(case: &Case, req: &DeviceRequest, cluster: Arc<dyn Cluster>
     };
     let axis = grid.split_axis();
     let layers = filled.layers(&grid);
-    let map = SliceMap::balanced(&filled.layer_weights(&layers, &grid), n, grid.reach)?;
+    let map = SliceMap::balanced(&filled.layer_weights(&layers, &grid), n, surge_core::decomp::halo(case, &grid))?;
     let threads = threads_each(req.threads, k);
     let first = cluster.rank() * k;
     let loaders: Vec<Loader> = (first..first + k)

@@ -104,7 +104,7 @@ enum Devices {
 impl Simulation {
     /// Start at t = 0 with one backend that holds the filled (and sorted) particles.
     pub fn new(case: Case, backend: Box<dyn Backend>) -> Simulation {
-        let map = SliceMap::single(backend.grid().layers(), backend.grid().reach);
+        let map = SliceMap::single(backend.grid().layers(), surge_core::decomp::halo(&case, backend.grid()));
         let worker = Worker::new(&case, backend, Box::new(Solo), map);
         Simulation { clock: worker.clock, case, cluster: Arc::new(Single), devices: Devices::Solo(Box::new(worker)) }
     }

@@ -101,6 +101,10 @@ impl Team {
         loaders: Vec<Loader>,
         cluster: Arc<dyn Cluster>,
     ) -> Result<Team, String> {
+        let halo = surge_core::decomp::halo(case, &grid);
+        if map.halo < halo {
+            return Err(format!("the slice map's halo is {} cell layers, the case needs {halo}", map.halo));
+        }
         let first = cluster.rank() * loaders.len();
         let links = exchange::links(cluster.clone(), loaders.len());
         let mut handles = Vec::new();
@@ -256,7 +260,7 @@ impl Team {
             a.cell.iter().zip(&a.info).map(|(c, i)| (c[axis], i[1])),
         );
         let (k, first) = (self.handles.len(), self.first);
-        let map = SliceMap::balanced(&weights, k * self.cluster.size(), self.grid.reach)?;
+        let map = SliceMap::balanced(&weights, k * self.cluster.size(), self.map.halo)?;
         let cells = &particles.arrays().cell;
         // This rank's devices take theirs; the others' particles go to a part left unused.
         let mut parts = particles

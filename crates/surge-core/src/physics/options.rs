@@ -178,3 +178,33 @@ impl ShiftingModel for LindShifting {
     const NAME: &'static str = "lind";
     const ON: bool = true;
 }
+
+/// A boundary model: how boundary particles get their density, and which velocity of theirs
+/// the viscous term of the fluid sees.
+pub trait BoundaryModel: Copy + Send + Sync + 'static {
+    /// Name used in logs and NVRTC defines.
+    const NAME: &'static str;
+    /// True for mDBC: a pass before each force pass sets the boundary particles' density and
+    /// viscous velocity from their ghost nodes ([`crate::physics::mdbc`]); boundary particles
+    /// then have no continuity equation, and the viscous term takes the mDBC velocity of a
+    /// boundary neighbour (instead of the Morris mirrored one with laminar viscosity).
+    const MDBC: bool;
+}
+
+/// Dynamic boundary particles (DBC).
+#[derive(Debug, Clone, Copy)]
+pub struct Dbc;
+
+impl BoundaryModel for Dbc {
+    const NAME: &'static str = "dbc";
+    const MDBC: bool = false;
+}
+
+/// Modified dynamic boundary conditions.
+#[derive(Debug, Clone, Copy)]
+pub struct Mdbc;
+
+impl BoundaryModel for Mdbc {
+    const NAME: &'static str = "mdbc";
+    const MDBC: bool = true;
+}

@@ -5,7 +5,7 @@ use super::constants::Constants;
 use super::kernel::{CubicSpline, SmoothingKernel, WendlandC2};
 use super::options::*;
 use super::viscosity::morris_wall_factor;
-use crate::case::{Case, Diffusion, Shifting, Viscosity};
+use crate::case::{Boundary, Case, Diffusion, Shifting, Viscosity};
 use crate::config::KernelKind;
 use crate::V3;
 
@@ -22,6 +22,9 @@ pub struct PairParticle {
     pub m: f32,
     /// Boundary particles with [`ViscosityModel::MIRROR_WALL`]: wall normal and distance.
     pub wall: [f32; 4],
+    /// Boundary particles with [`BoundaryModel::MDBC`]: the velocity the viscous term sees
+    /// (xyz) and the relative density from the ghost node (w).
+    pub mdbc: [f32; 4],
 }
 
 /// What the loop accumulates for particle i.
@@ -40,9 +43,9 @@ pub struct Accum {
 }
 
 /// The compile-time selected formula set of a case: kernel K, viscosity V, diffusion D,
-/// shifting S, and the dimension DIM (2 or 3).
+/// shifting S, boundary model B, and the dimension DIM (2 or 3).
 #[derive(Debug, Clone, Copy)]
-pub struct Physics<K, V, D, S, const DIM: usize> {
+pub struct Physics<K, V, D, S, B, const DIM: usize> {
     /// Kernel with its constants.
     pub kernel: K,
     /// Viscosity model.
@@ -57,10 +60,18 @@ pub struct Physics<K, V, D, S, const DIM: usize> {
     pub eta2: f32,
     /// Shifting marker.
     pub shift: S,
+    /// Boundary model marker.
+    pub boundary: B,
 }
 
-impl<K: SmoothingKernel, V: ViscosityModel, D: DiffusionModel, S: ShiftingModel, const DIM: usize>
-    Physics<K, V, D, S, DIM>
+impl<
+        K: SmoothingKernel,
+        V: ViscosityModel,
+        D: DiffusionModel,
+        S: ShiftingModel,
+        B: BoundaryModel,
+        const DIM: usize,
+    > Physics<K, V, D, S, B, DIM>
 {
     /// Geometry of a pair at separation r (within the support, r² > 0).
     #[inline(always)]
@@ -77,7 +88,12 @@ impl<K: SmoothingKernel, V: ViscosityModel, D: DiffusionModel, S: ShiftingModel,
         let g = self.geom(r, r2, pi.vel, pj.vel);
         let p_term = (pi.p + pj.p) / (pi.rho * pj.rho);
         out.acc -= g.gw * (pj.m * p_term);
-        if V::MIRROR_WALL && !j_fluid {
+        if B::MDBC && !j_fluid {
+            // The wall's no-slip or free-slip velocity from the ghost node, for viscosity only.
+            let v = pi.vel - V3::from4(pj.mdbc);
+            let gm = PairGeom { v, vr: v.dot(r), ..g };
+            out.acc += self.visc.acc(&gm, pi.rho, pj.rho, pj.m);
+        } else if V::MIRROR_WALL && !j_fluid {
             let beta = morris_wall_factor(V3::from4(pj.wall), pj.wall[3], r);
             let gm = PairGeom { v: g.v * beta, vr: g.vr * beta, ..g };
             out.acc += self.visc.acc(&gm, pi.rho, pj.rho, pj.m);
@@ -96,7 +112,8 @@ impl<K: SmoothingKernel, V: ViscosityModel, D: DiffusionModel, S: ShiftingModel,
         out.visc_max = out.visc_max.max((self.h * g.vr / (r2 + self.eta2)).abs());
     }
 
-    /// Boundary particle i (dynamic boundary), fluid neighbour j: continuity only.
+    /// Boundary particle i (dynamic boundary), fluid neighbour j: continuity only (DBC; with
+    /// mDBC boundary particles have no neighbour loop).
     #[inline(always)]
     pub fn boundary_pair(&self, r: V3, r2: f32, pi: &PairParticle, pj: &PairParticle, out: &mut Accum) {
         let g = self.geom(r, r2, pi.vel, pj.vel);
@@ -109,9 +126,16 @@ pub trait WithPhysics {
     /// What the call returns.
     type Output;
     /// Called with the monomorphised formula set.
-    fn call<K: SmoothingKernel, V: ViscosityModel, D: DiffusionModel, S: ShiftingModel, const DIM: usize>(
+    fn call<
+        K: SmoothingKernel,
+        V: ViscosityModel,
+        D: DiffusionModel,
+        S: ShiftingModel,
+        B: BoundaryModel,
+        const DIM: usize,
+    >(
         self,
-        p: Physics<K, V, D, S, DIM>,
+        p: Physics<K, V, D, S, B, DIM>,
     ) -> Self::Output;
 }
 
@@ -184,10 +208,34 @@ fn dispatch_s<K: SmoothingKernel, V: ViscosityModel, D: DiffusionModel, S: Shift
     shift: S,
     f: F,
 ) -> F::Output {
+    match case.boundary {
+        Boundary::Dbc => dispatch_b(case, c, kernel, visc, diff, shift, Dbc, f),
+        Boundary::Mdbc { .. } => dispatch_b(case, c, kernel, visc, diff, shift, Mdbc, f),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn dispatch_b<
+    K: SmoothingKernel,
+    V: ViscosityModel,
+    D: DiffusionModel,
+    S: ShiftingModel,
+    B: BoundaryModel,
+    F: WithPhysics,
+>(
+    case: &Case,
+    c: &Constants,
+    kernel: K,
+    visc: V,
+    diff: D,
+    shift: S,
+    boundary: B,
+    f: F,
+) -> F::Output {
     let (h, support2, eta2) = (c.h, c.support2, c.eta2);
     if case.dim == 2 {
-        f.call(Physics::<K, V, D, S, 2> { kernel, visc, diff, h, support2, eta2, shift })
+        f.call(Physics::<K, V, D, S, B, 2> { kernel, visc, diff, h, support2, eta2, shift, boundary })
     } else {
-        f.call(Physics::<K, V, D, S, 3> { kernel, visc, diff, h, support2, eta2, shift })
+        f.call(Physics::<K, V, D, S, B, 3> { kernel, visc, diff, h, support2, eta2, shift, boundary })
     }
 }
