@@ -8,7 +8,7 @@
 //   vel  float4[n]  velocity (xyz), relative density rho/rho0 - 1 (w)
 //   cell int4[n]    cell coordinates
 //   info uint2[n]   global id, kind (0 fluid, 1 boundary)
-//   vel_prev, pos_prev, force, wall, shift float4[n]: as in surge_core::buffers
+//   vel_prev, pos_prev, force, wall, shift, mdbc float4[n]: as in surge_core::buffers
 //   cell_start uint[2 cells + 2]: fluid of cell k in [cs[2k], cs[2k+1]), boundary up to cs[2k+2]
 //
 // The grid: NX, NY, NZ count the cells of the whole grid and periodic axes wrap over them.
@@ -22,6 +22,7 @@
 #include "physics/kernel.cuh"
 #include "physics/eos.cuh"
 #include "physics/pair.cuh"
+#include "physics/mdbc.cuh"
 
 #define STAT_ACC 0
 #define STAT_VISC 1
@@ -255,7 +256,8 @@ extern "C" __global__ void gather8_kernel(int n, const unsigned *perm, const uin
 // pressures come from their densities here (no pressure buffer to fill beforehand).
 extern "C" __global__ void __launch_bounds__(256, FORCES_MIN_BLOCKS) forces_kernel(int first, int count, int wlo, int whi, const float4 *__restrict__ pos, const float4 *__restrict__ vel,
                                          const int4 *__restrict__ cell, const uint2 *__restrict__ info,
-                                         const float4 *__restrict__ wall, const unsigned *__restrict__ cell_start,
+                                         const float4 *__restrict__ wall, const float4 *__restrict__ mdbc,
+                                         const unsigned *__restrict__ cell_start,
                                          float4 *__restrict__ force, float4 *__restrict__ shift, unsigned *stats) {
     const int t = blockIdx.x * blockDim.x + threadIdx.x;
     const int i = first + t;
@@ -267,7 +269,10 @@ extern "C" __global__ void __launch_bounds__(256, FORCES_MIN_BLOCKS) forces_kern
         const bool fluid = info[i].y == 0u;
         PairParticle pi = {xyz(v4), RHO0 * (1.0f + v4.w), pressure_of(v4.w), p4.w};
         Accum acc = {v3(0.0f, 0.0f, 0.0f), 0.0f, 0.0f, v3(0.0f, 0.0f, 0.0f), 0.0f};
-        const int zlo = DIM == 3 ? -R : 0, zhi = DIM == 3 ? R : 0;
+        // mDBC: a boundary particle's density comes from mdbc_kernel; it sums nothing here
+        // (an empty loop: force 0, density rate 0).
+        const bool sums = !MDBC || fluid;
+        const int zlo = DIM == 3 ? -R : 0, zhi = sums ? (DIM == 3 ? R : 0) : zlo - 1;
         for (int dz = zlo; dz <= zhi; ++dz) {
             int cz;
             if (!neighbour_axis(ci.z, dz, NZ, PERZ, cz) || !in_window(2, cz, wlo, whi)) continue;
@@ -289,12 +294,18 @@ extern "C" __global__ void __launch_bounds__(256, FORCES_MIN_BLOCKS) forces_kern
                             const float4 vj4 = vel[j];
                             PairParticle pj = {xyz(vj4), RHO0 * (1.0f + vj4.w), pressure_of(vj4.w), pj4.w};
                             if (fluid) {
-#if VISC == 2
-                                const float4 wj = j < mid ? make_float4(0.0f, 0.0f, 0.0f, 0.0f) : wall[j];
+                                const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#if VISC == 2 && !MDBC
+                                const float4 wj = j < mid ? zero : wall[j];
 #else
-                                const float4 wj = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                                const float4 wj = zero;
 #endif
-                                fluid_pair(r, r2, pi, pj, j < mid, wj, acc);
+#if MDBC
+                                const float4 mj = j < mid ? zero : mdbc[j];
+#else
+                                const float4 mj = zero;
+#endif
+                                fluid_pair(r, r2, pi, pj, j < mid, wj, mj, acc);
                             } else {
                                 boundary_pair(r, r2, pi, pj, acc);
                             }
@@ -317,6 +328,78 @@ extern "C" __global__ void __launch_bounds__(256, FORCES_MIN_BLOCKS) forces_kern
     }
     block_max2(acc_norm, visc_max, stats, STAT_ACC, STAT_VISC);
 }
+
+// ---- mDBC --------------------------------------------------------------------------
+
+#if MDBC
+// Twin of crates/surge-cpu/src/mdbc.rs, before each force pass: each boundary particle of
+// first..first+count (the owned ones and the copies within R layers of them) takes its
+// relative density (vel.w) and the velocity the viscous term sees (mdbc, with the density in
+// w) from its ghost node x_b + 2 dist n, summed over the fluid of the ghost's stencil in
+// stencil order then storage order. Fluid particles and boundary particles 2h or deeper are
+// left as they are. Reads only fluid entries of vel and writes only boundary entries.
+extern "C" __global__ void mdbc_kernel(int first, int count, int wlo, int whi, const float4 *__restrict__ pos,
+                                       float4 *vel, const int4 *__restrict__ cell, const uint2 *__restrict__ info,
+                                       const float4 *__restrict__ wall, const unsigned *__restrict__ cell_start,
+                                       float4 *__restrict__ mdbc) {
+    const int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= count) return;
+    const int i = first + t;
+    if (info[i].y == 0u) return;
+    const float4 p4 = pos[i], w4 = wall[i], v4 = vel[i];
+    float3 og;
+    if (!ghost_offset(xyz(p4), w4, 2.0f * H, og)) {
+        mdbc[i] = v4;
+        return;
+    }
+    // The ghost node's cell and its offset from that cell's centre (as rekey_kernel would).
+    const int4 ci = cell[i];
+    int cg[3] = {ci.x, ci.y, ci.z};
+    float o[3] = {og.x, og.y, og.z};
+    const float cs[3] = {CSX, CSY, CSZ};
+    for (int a = 0; a < DIM; ++a) {
+        const float k = roundf(o[a] / cs[a]);
+        cg[a] += (int)k;
+        o[a] = o[a] - k * cs[a];
+    }
+    GhostSums s;
+    for (int row = 0; row < 4; ++row)
+        for (int k = 0; k < 4; ++k) {
+            s.a[row][k] = 0.0f;
+            s.b[row][k] = 0.0f;
+        }
+    const int zlo = DIM == 3 ? -R : 0, zhi = DIM == 3 ? R : 0;
+    for (int dz = zlo; dz <= zhi; ++dz) {
+        int cz;
+        if (!neighbour_axis(cg[2], dz, NZ, PERZ, cz) || !in_window(2, cz, wlo, whi)) continue;
+        for (int dy = -R; dy <= R; ++dy) {
+            int cy;
+            if (!neighbour_axis(cg[1], dy, NY, PERY, cy) || !in_window(1, cy, wlo, whi)) continue;
+            for (int dx = -R; dx <= R; ++dx) {
+                int cx;
+                if (!neighbour_axis(cg[0], dx, NX, PERX, cx) || !in_window(0, cx, wlo, whi)) continue;
+                const int k = cell_linear(cx, cy, cz, wlo);
+                const unsigned s0 = cell_start[2 * k], mid = cell_start[2 * k + 1];
+                const float bx = o[0] - (float)dx * CSX, by = o[1] - (float)dy * CSY, bz = o[2] - (float)dz * CSZ;
+                for (unsigned j = s0; j < mid; ++j) {
+                    const float4 pj4 = pos[j];
+                    const float3 r = v3(bx - pj4.x, by - pj4.y, bz - pj4.z);
+                    const float r2 = norm2(r);
+                    if (r2 < SUPPORT2) {
+                        const float q = sqrtf(r2);
+                        const float4 vj4 = vel[j];
+                        const float vol = pj4.w / (RHO0 * (1.0f + vj4.w));
+                        ghost_add(s, r, KERNEL_W(q), r * KERNEL_F(q), vol, vj4.w, xyz(vj4));
+                    }
+                }
+            }
+        }
+    }
+    const float4 st = mdbc_state(s, w4, xyz(v4), MDBC == 2);
+    mdbc[i] = st;
+    vel[i] = make_float4(v4.x, v4.y, v4.z, st.w);
+}
+#endif
 
 // ---- updates -----------------------------------------------------------------------
 

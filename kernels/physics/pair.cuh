@@ -1,6 +1,7 @@
 // Twin of crates/surge-core/src/physics/pair.rs: the body of the neighbour loop.
 // Options are compile-time defines: VISC (1 artificial, 2 laminar), DIFF (0 none,
-// 1 molteni_colagrossi, 2 fourtakas), SHIFT (0, 1).
+// 1 molteni_colagrossi, 2 fourtakas), SHIFT (0, 1), MDBC (0 dbc, 1 mdbc no-slip, 2 mdbc
+// free slip).
 #pragma once
 #include "vec.cuh"
 #include "kernel.cuh"
@@ -23,13 +24,22 @@ struct Accum {
 };
 
 __device__ __forceinline__ void fluid_pair(float3 r, float r2, const PairParticle &pi, const PairParticle &pj,
-                                           bool j_fluid, float4 wall_j, Accum &out) {
+                                           bool j_fluid, float4 wall_j, float4 mdbc_j, Accum &out) {
     float3 gw = r * KERNEL_F(sqrtf(r2));
     float3 v = pi.vel - pj.vel;
     float vr = dot(v, r);
     float p_term = (pi.p + pj.p) / (pi.rho * pj.rho);
     out.acc -= gw * (pj.m * p_term);
+#if MDBC
+    // A boundary neighbour's no-slip or free-slip velocity from its ghost node, for
+    // viscosity only.
+    const float3 vv = j_fluid ? v : pi.vel - xyz(mdbc_j);
 #if VISC == 1
+    out.acc += monaghan_artificial(ALPHA, H, C0, 0.5f * (pi.rho + pj.rho), pj.m, dot(vv, r), r2, ETA2, gw);
+#else
+    out.acc += morris_laminar(NU, pi.rho, pj.rho, pj.m, r, r2, ETA2, gw, vv);
+#endif
+#elif VISC == 1
     out.acc += monaghan_artificial(ALPHA, H, C0, 0.5f * (pi.rho + pj.rho), pj.m, vr, r2, ETA2, gw);
 #else
     if (!j_fluid) {

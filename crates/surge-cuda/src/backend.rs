@@ -25,6 +25,8 @@ use surge_core::geometry::Filled;
 use surge_core::grid::Grid;
 use surge_core::physics::constants::Constants;
 
+mod mdbc;
+
 /// The GPU's skin as a fraction of the kernel support: a rebuild costs less than a force
 /// pass there, so the cells are tighter than on the CPU (fewer candidate neighbours).
 /// `SURGE_CUDA_SKIN` overrides it for tuning.
@@ -70,6 +72,8 @@ struct Kernels {
     gather16: CudaFunction,
     gather8: CudaFunction,
     forces: CudaFunction,
+    /// mDBC cases only (compiled only for them).
+    mdbc: Option<CudaFunction>,
     update: CudaFunction,
     gauge_sums: CudaFunction,
     front: CudaFunction,
@@ -129,6 +133,9 @@ pub struct CudaBackend {
     own: Range<usize>,
     /// The edges the left and right neighbours copy (empty without a neighbour).
     edges: [Range<usize>; 2],
+    /// mDBC: the particles whose boundary values the mDBC pass sets, the owned ones and the
+    /// copies within the stencil reach of them (those the force pass reads).
+    mdbc_range: Range<usize>,
     pos: CudaSlice<u32>,
     vel: CudaSlice<u32>,
     cell: CudaSlice<u32>,
@@ -137,6 +144,8 @@ pub struct CudaBackend {
     pos_prev: Option<CudaSlice<u32>>,
     wall: Option<CudaSlice<u32>>,
     shift: Option<CudaSlice<u32>>,
+    /// mDBC values (scratch: every force pass rewrites them).
+    mdbc: Option<CudaSlice<u32>>,
     /// Forces; also the target of the sort's gathers (every force pass rewrites it).
     force: CudaSlice<u32>,
     /// Sort keys; also the lists of particles to send during a rebuild.
@@ -408,6 +417,7 @@ impl CudaBackend {
             gather16: f("gather16_kernel")?,
             gather8: f("gather8_kernel")?,
             forces: f("forces_kernel")?,
+            mdbc: if case.boundary.is_mdbc() { Some(f("mdbc_kernel")?) } else { None },
             update: f("update_kernel")?,
             gauge_sums: f("gauge_sums_kernel")?,
             front: f("front_kernel")?,
@@ -477,6 +487,7 @@ impl CudaBackend {
             me: 0,
             own: 0..n,
             edges: [0..0, 0..0],
+            mdbc_range: 0..0,
             pos: up(&pos, 4, "positions")?,
             vel: up(&vel, 4, "velocities")?,
             cell: up(&cell, 4, "cells")?,
@@ -485,6 +496,7 @@ impl CudaBackend {
             pos_prev: optional(BufferId::PosPrev, "step-start positions")?,
             wall: if buffers.contains(BufferId::Wall) { Some(up(&wall, 4, "wall normals")?) } else { None },
             shift: optional(BufferId::Shift, "shifting sums")?,
+            mdbc: optional(BufferId::Mdbc, "mDBC values")?,
             force: zeros(4 * cap, "forces")?,
             key: zeros(cap, "keys")?,
             perm: zeros(cap, "permutation")?,
@@ -585,12 +597,13 @@ impl CudaBackend {
         Ok(BadParticle { id, pos, reason })
     }
 
-    /// First particle of layer `l` of the window, from the cell table (at the host: one word).
-    fn layer_starts(&mut self, ls: [i32; 4]) -> Result<[usize; 4], String> {
+    /// First particle of each layer `ls[k]` of the window, from the cell table (at the host:
+    /// one word each, 8 at most).
+    fn layer_starts<const N: usize>(&mut self, ls: [i32; N]) -> Result<[usize; N], String> {
         let at = ls.map(|l| 2 * self.win.layer_start(l));
         let v = at.map(|a| self.cell_start.slice(a..a + 1));
         let w = read_words(&self.stream, &self.settled, &mut self.words_host, &v, "reading the cell table")?;
-        Ok([0, 1, 2, 3].map(|j| w[j] as usize))
+        Ok(std::array::from_fn(|j| w[j] as usize))
     }
 
     /// The copies from a side.
@@ -632,7 +645,9 @@ impl CudaBackend {
         ] {
             *buf = grown(s, buf, per * cap, per * n)?;
         }
-        for buf in [self.pos_prev.as_mut(), self.wall.as_mut(), self.shift.as_mut()].into_iter().flatten() {
+        for buf in
+            [self.pos_prev.as_mut(), self.wall.as_mut(), self.shift.as_mut(), self.mdbc.as_mut()].into_iter().flatten()
+        {
             *buf = grown(s, buf, 4 * cap, 4 * n)?;
         }
         self.host_pos = pinned(&self.ctx, 4 * cap)?;
@@ -721,8 +736,11 @@ impl CudaBackend {
         self.sort()?;
         let (lo, hi) = self.map.owned(self.me);
         let halo = self.map.halo;
-        let [own_start, left_end, right_start, own_end] = self.layer_starts([lo, lo + halo, hi - halo, hi])?;
+        let r = self.win.reach;
+        let [own_start, left_end, right_start, own_end, mdbc_start, mdbc_end] =
+            self.layer_starts([lo, lo + halo, hi - halo, hi, lo - r, hi + r])?;
         self.own = own_start..own_end;
+        self.mdbc_range = mdbc_start..mdbc_end;
         self.edges = [
             match self.map.neighbour(self.me, Side::Left) {
                 Some(_) => own_start..left_end,
@@ -1034,6 +1052,7 @@ impl CudaBackend {
             cell,
             info,
             wall,
+            mdbc,
             cell_start,
             force,
             shift,
@@ -1045,7 +1064,7 @@ impl CudaBackend {
         let mut b = stream.launch_builder(&k.forces);
         b.arg(&first).arg(&count).arg(&wlo).arg(&whi);
         b.arg(&*pos).arg(&*vel).arg(&*cell).arg(&*info).arg(wall.as_ref().unwrap_or(dummy));
-        b.arg(&*cell_start).arg(force);
+        b.arg(mdbc.as_ref().unwrap_or(dummy)).arg(&*cell_start).arg(force);
         match shift.as_mut() {
             Some(s) => b.arg(s),
             None => b.arg(dummy_out),
@@ -1365,6 +1384,7 @@ impl CudaBackend {
         self.n = m;
         self.own = 0..m;
         self.edges = [0..0, 0..0];
+        self.mdbc_range = 0..0;
         Ok(())
     }
 }
@@ -1548,6 +1568,8 @@ impl Backend for CudaBackend {
             Part::Edges => {
                 self.edges_released()?;
                 self.reset_stats()?;
+                // Before any force: the boundary densities the force pass reads.
+                self.launch_mdbc()?;
                 let [l, r] = self.edges.clone();
                 self.launch_forces(l)?;
                 self.launch_forces(r)?;

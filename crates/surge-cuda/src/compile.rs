@@ -6,7 +6,7 @@
 use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use surge_core::case::{Diffusion, Shifting, Viscosity};
+use surge_core::case::{Boundary, Diffusion, Shifting, Viscosity};
 use surge_core::config::{KernelKind, Scheme};
 use surge_core::grid::Grid;
 use surge_core::physics::constants::Constants;
@@ -21,6 +21,7 @@ pub const SOURCES: &[(&str, &str)] = &[
     ("physics/viscosity.cuh", include_str!("../../../kernels/physics/viscosity.cuh")),
     ("physics/diffusion.cuh", include_str!("../../../kernels/physics/diffusion.cuh")),
     ("physics/pair.cuh", include_str!("../../../kernels/physics/pair.cuh")),
+    ("physics/mdbc.cuh", include_str!("../../../kernels/physics/mdbc.cuh")),
 ];
 
 /// `step.cu` with every `#include "..."` replaced by the embedded file, each file once.
@@ -59,7 +60,8 @@ fn lit(x: f32) -> String {
     format!("{x:e}f")
 }
 
-/// The `-D` defines of a case on a grid: option switches, and the case's [`Constants`] (the
+/// The `-D` defines of a case on a grid: option switches (`MDBC`: 0 DBC, 1 mDBC no-slip,
+/// 2 mDBC free slip), and the case's [`Constants`] (the
 /// values the CPU uses) as float literals.
 pub fn defines(case: &Case, grid: &Grid) -> BTreeMap<&'static str, String> {
     let mut d = BTreeMap::new();
@@ -108,6 +110,12 @@ pub fn defines(case: &Case, grid: &Grid) -> BTreeMap<&'static str, String> {
     d.insert("SHIFT", u8::from(case.shifting != Shifting::None).to_string());
     d.insert("SHIFT_AH", lit(c.shift_ah));
     d.insert("SHIFT_THRESHOLD", lit(c.shift_threshold));
+    let mdbc = match case.boundary {
+        Boundary::Dbc => "0",
+        Boundary::Mdbc { slip: false } => "1",
+        Boundary::Mdbc { slip: true } => "2",
+    };
+    d.insert("MDBC", mdbc.into());
     d.insert("SCHEME", if case.scheme == Scheme::Symplectic { "1" } else { "2" }.into());
     for a in 0..3 {
         d.insert(["CSX", "CSY", "CSZ"][a], lit(grid.cell[a] as f32));

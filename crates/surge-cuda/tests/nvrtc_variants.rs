@@ -1,6 +1,6 @@
 //! Every specialisation of the kernels compiles with NVRTC (no GPU needed): 2 kernels ×
 //! 2 viscosities × 3 density diffusions × 2 shiftings × 2 dimensions × (gamma 7 or not) ×
-//! 2 time schemes.
+//! 2 time schemes; and mDBC (no-slip, free slip) with each kernel, viscosity and dimension.
 //! NVRTC must be present where `CI` or `SURGE_REQUIRE_NVRTC` is set (CI installs the
 //! nvidia-cuda-nvrtc wheel); elsewhere the test says it skipped.
 
@@ -88,7 +88,28 @@ fn every_kernel_specialisation_compiles() {
             }
         }
     }
+    for base in [BASE_2D, BASE_3D] {
+        for kernel in ["wendland_c2", "cubic_spline"] {
+            for visc in [r#"{kind="artificial",alpha=0.02}"#, r#"{kind="laminar",nu=1e-6}"#] {
+                for slip in ["false", "true"] {
+                    let o: Vec<String> = [
+                        format!("physics.kernel=\"{kernel}\""),
+                        format!("physics.viscosity={visc}"),
+                        format!("physics.boundary={{kind=\"mdbc\",slip={slip}}}"),
+                    ]
+                    .into();
+                    let case = Case::from_str(base, &o).unwrap_or_else(|e| panic!("{e}"));
+                    let grid = Grid::new(&case, case.split_axis()).unwrap();
+                    let c = compile(&defines(&case, &grid), "compute_90").unwrap_or_else(|e| panic!("{o:?}: {e}"));
+                    for k in ["forces_kernel", "mdbc_kernel", "update_kernel"] {
+                        assert!(c.ptx.contains(&format!(".entry {k}")), "{k} missing for {o:?}");
+                    }
+                    count += 1;
+                }
+            }
+        }
+    }
     let _ = std::fs::remove_dir_all(&cache);
     println!("{count} specialisations compiled in {:.1} s", t0.elapsed().as_secs_f64());
-    assert_eq!(count, 192);
+    assert_eq!(count, 192 + 16);
 }
