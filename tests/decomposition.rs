@@ -147,6 +147,47 @@ fn a_slice_without_fluid_runs_and_matches() {
     assert_same_particles(&one.snapshot().unwrap(), &s, "with a slice without fluid");
 }
 
+/// A dam break whose water column leans on an obstacle (faces at x = 1 and x = 1.2, normal
+/// to the split axis x) with mDBC walls: the ghost nodes of the obstacle's and the left
+/// wall's particles lie up to 4h from them along x, across slice boundaries. Each device
+/// computes the mDBC values of its particles and of the copies its force pass reads, from a
+/// halo wide enough for their ghosts ([`surge_core::decomp::halo`]): bitwise the same as one
+/// device. Also with a hand-cut slice boundary through the obstacle.
+#[test]
+fn mdbc_ghosts_across_slice_boundaries_match_one_device() {
+    let case = case(
+        "dam_break_2d.toml",
+        &[
+            "decomposition.split_axis=\"x\"",
+            r#"physics.boundary={kind="mdbc"}"#,
+            "obstacle=[{min=[1.0, 0.0], max=[1.2, 0.3]}]",
+        ],
+    );
+    compare(&case, &[2, 3], 200);
+    // Slices of the thinnest width allowed, one boundary at the layer of x = 1.05, inside
+    // the obstacle's left face layers; balancing off so it stays there.
+    let mut case = case;
+    case.balance.enabled = false;
+    let grid = Grid::new(&case, 0).unwrap();
+    let halo = surge_core::decomp::halo(&case, &grid);
+    assert!(halo > grid.reach, "mDBC widens the halo");
+    let (face, n) = (grid.locate([1.05, 0.0, 0.0]).0[0], grid.layers());
+    let map = surge_core::decomp::SliceMap { bounds: vec![0, face - 2 * halo - 1, face, n], halo };
+    let filled = surge_core::geometry::fill(&case);
+    let layers = filled.layers(&grid);
+    let loaders = cpu_loaders(&case, &filled, &layers, &map, 0..3, |b| Box::new(b));
+    let mut many = Simulation::team(case.clone(), map.clone(), grid.clone(), loaders).unwrap();
+    let mut one = sim_on(&case, surge_runtime::BackendChoice::Cpu, 1);
+    steps(&mut many, 200);
+    steps(&mut one, 200);
+    assert_same_particles(&one.snapshot().unwrap(), &many.snapshot().unwrap(), "mDBC on hand-cut slices");
+    // A map with the stencil's halo alone is refused for an mDBC case.
+    let thin = surge_core::decomp::SliceMap { halo: grid.reach, ..map };
+    let loaders = cpu_loaders(&case, &filled, &layers, &thin, 0..3, |b| Box::new(b));
+    let e = Simulation::team(case, thin, grid, loaders).err().expect("refused");
+    assert!(e.contains("halo"), "{e}");
+}
+
 #[test]
 fn boundaries_moved_by_the_load_balancer_change_nothing() {
     // Threshold 0: every measured difference moves a boundary, every 10 steps.

@@ -45,61 +45,60 @@ fn hydrostatic_pressure_after_settling() {
     assert!(vmax < 0.02 * scale, "spurious velocity {vmax} m/s");
 }
 
-/// Pressure errors of the first layer of wall particles after 2 s (left wall, right wall:
-/// 0.1 m bins of height at depths of 0.2 m and more; floor: averaged), against the weight of
-/// the fluid above (`weight`: `g / L · sum m_f` over the fluid above, the pressure a wall at
-/// rest must carry, compressibility included) or `rho0 g (H - y)`; and the largest fluid
-/// speed over sqrt(g H).
-fn wall_figures(case: &surge_core::Case, weight: bool) -> (Vec<f64>, f64, f64) {
+/// Relative pressure errors of the first layer of wall particles (dp/2 behind the wall
+/// surfaces x = 0, x = 1, y = 0) after 2 s against `rho0 g (H - y)`, H the free surface the
+/// water-height gauge measures: each side wall in 0.1 m bins of height at depths of 0.2 m and
+/// more (16 bins), then the floor (one average); and the largest fluid speed over sqrt(g H).
+fn wall_figures(case: &surge_core::Case) -> (Vec<f64>, f64) {
     let mut sim = sim(case, 0);
     sim.advance_to(2.0).unwrap();
     let s = sim.snapshot().unwrap();
     let height = sim.gauges().unwrap()[2];
     assert!((height - 1.0).abs() < case.dp, "free surface at {height} m, expected 1 m within dp");
     let g = 9.81;
-    let (width, dp) = (1.0, case.dp);
-    let fluid_y: Vec<f64> = fluid(&s).map(|i| s.pos[i][1]).collect();
-    // Weight above y: each fluid particle's mass spread over dp of height.
-    let above = |y: f64| -> f64 {
-        fluid_y.iter().map(|&yf| ((yf + 0.5 * dp - y) / dp).clamp(0.0, 1.0)).sum::<f64>() * case.mass * g / width
-    };
-    let reference = |y: f64| if weight { above(y.max(0.0)) } else { case.rho0 * g * (height - y) };
+    let half = 0.5 * case.dp;
     let mut walls = vec![vec![(0.0f64, 0.0f64); 10]; 2];
     let mut floor = (0.0f64, 0.0f64);
-    let half = 0.5 * dp;
     for i in (0..s.len()).filter(|&i| s.kind[i] != 0) {
         let [x, y, _] = s.pos[i];
+        let p_ref = case.rho0 * g * (height - y);
         if (y + half).abs() < 1e-6 && x > 0.0 && x < 1.0 {
             floor.0 += s.p[i] as f64;
-            floor.1 += reference(y);
+            floor.1 += p_ref;
         } else if height - y >= 0.2 && y > 0.0 && ((x + half).abs() < 1e-6 || (x - 1.0 - half).abs() < 1e-6) {
             let b = &mut walls[(x > 0.5) as usize][((y / 0.1) as usize).min(9)];
             b.0 += s.p[i] as f64;
-            b.1 += reference(y);
+            b.1 += p_ref;
         }
     }
     let mut errors: Vec<f64> = walls.iter().flatten().filter(|b| b.1 > 0.0).map(|(p, p_ref)| p / p_ref - 1.0).collect();
     assert_eq!(errors.len(), 16, "side-wall bins at 0.2 m depth or more");
     errors.push(floor.0 / floor.1 - 1.0);
     let vmax = fluid(&s).map(|i| (s.vel[i][0] as f64).hypot(s.vel[i][1] as f64)).fold(0.0, f64::max);
-    (errors, vmax / (g * height).sqrt(), height)
+    (errors, vmax / (g * height).sqrt())
 }
 
+/// The tank with mDBC walls (`physics.boundary = {kind = "mdbc"}`, English et al. 2022): the
+/// walls' own pressure, i.e. that of the first layer of wall particles, whose density mDBC
+/// extrapolates from the ghost node across the wall, is within 1 % of rho0 g d (the issue's
+/// tolerance) at every depth of 0.2 m and more along both side walls (0.1 m bins) and on the
+/// floor; the water stays still: fluid speeds below 0.5 % of sqrt(g H) (the issue's bound).
+///
+/// c0 = 20 sqrt(g H) here, not the case's 10: the weakly compressible water column itself
+/// settles with a pressure excess over rho0 g d that grows with depth (the fluid's 1.5 % at
+/// 1 m with DBC walls, the DBC test above), which falls with the compressibility (the
+/// density is about 1 % above rho0 at the bottom at c0 = 10, a quarter of it at c0 = 20), and
+/// mDBC walls take the fluid's pressure. Measured (2 cores, CPU):
+/// largest wall error 0.78 % (floor; 0.37-0.72 % on the side walls), speed 0.20 %; at
+/// c0 = 10 the walls were 1.1-2.7 % off (DBC wall particles: 0.4-1.7 %).
 #[test]
-#[ignore]
-fn diag() {
-    let extra = std::env::var("DIAG").unwrap_or_default();
-    for b in ["mdbc"] {
-        let set = format!("physics.boundary={{kind=\"{b}\"}}");
-        let mut o = vec![set.as_str()];
-        if !extra.is_empty() {
-            o.extend(extra.split(';'));
-        }
-        let case = case("hydrostatic_2d.toml", &o);
-        for w in [false] {
-            let (e, v, h) = wall_figures(&case, w);
-            let e: Vec<String> = e.iter().map(|x| format!("{:.2}", 100.0 * x)).collect();
-            println!("{b} {extra} weight={w} H={h:.4} speed {:.3} %: {}", 100.0 * v, e.join(" "));
-        }
-    }
+fn hydrostatic_pressure_on_mdbc_walls() {
+    let case = case("hydrostatic_2d.toml", &[r#"physics.boundary={kind="mdbc"}"#, "physics.eos.c0_coef=20.0"]);
+    let (errors, speed) = wall_figures(&case);
+    let e: Vec<String> = errors.iter().map(|x| format!("{:.2}", 100.0 * x)).collect();
+    println!("mDBC wall pressure errors (%; left wall, right wall by depth, floor): {}", e.join(" "));
+    println!("mDBC: largest fluid speed {:.3} % of sqrt(g H)", 100.0 * speed);
+    let worst = errors.iter().fold(0.0f64, |m, e| m.max(e.abs()));
+    assert!(worst < 0.01, "wall pressure off by {:.2} %", 100.0 * worst);
+    assert!(speed < 0.005, "spurious speed {:.3} % of sqrt(g H)", 100.0 * speed);
 }

@@ -220,6 +220,9 @@ fn restart_in_memory_is_bitwise_for_each_scheme_and_buffer_set() {
     restart_in_memory("couette_2d.toml", &[], 0.05, 0.1, 1);
     // Shifting on a doubly periodic domain.
     restart_in_memory("taylor_green_2d.toml", &[], 0.05, 0.1, 1);
+    // mDBC: boundary densities come from the ghost nodes before each force pass, and the wall
+    // normals travel.
+    restart_in_memory("dam_break_2d.toml", &["dp=0.04", r#"physics.boundary={kind="mdbc"}"#], 0.03, 0.06, 1);
 }
 
 /// A backend with another cell size (the CUDA backend's skin is thinner) re-locates the
