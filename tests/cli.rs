@@ -48,6 +48,7 @@ const BROKEN: &[(&str, &[&str])] = &[
     ("missing_time_table.toml", &["missing field `time`"]),
     ("vector_wrong_len.toml", &["field `physics.body_force`", "expected 2 numbers", "found 3"]),
     ("unknown_kernel.toml", &["field `physics.kernel`", "`gauss`", "`wendland_c2`", "`cubic_spline`"]),
+    ("unknown_boundary.toml", &["field `physics.boundary.kind`", "unknown variant `mbdc`", "`dbc`", "`mdbc`"]),
     ("c0_and_c0_coef.toml", &["field `physics.eos`", "either c0 or c0_coef, not both"]),
     ("negative_cfl.toml", &["field `time.cfl`", "positive", "-0.2"]),
     ("negative_dt_max.toml", &["field `time.dt_max`", "positive", "-0.0001"]),
