@@ -189,6 +189,14 @@ fn mdbc_ghosts_across_slice_boundaries_match_one_device() {
 }
 
 #[test]
+fn mdbc_dam_break_3d_on_2_devices_matches_1() {
+    // The obstacle's faces and the tank's end walls are normal to the split axis (x). mDBC's
+    // halo (4 layers) needs slices of 9 layers: 2 devices at this dp.
+    let case = case("dam_break_3d.toml", &["dp=0.045", r#"physics.boundary={kind="mdbc"}"#]);
+    compare(&case, &[2], 120);
+}
+
+#[test]
 fn boundaries_moved_by_the_load_balancer_change_nothing() {
     // Threshold 0: every measured difference moves a boundary, every 10 steps.
     let case = case(

@@ -53,7 +53,7 @@ fn couette_with_mdbc_walls_matches_morris_series_solution() {
 /// accelerates the whole channel alike, `u = f t`, where no-slip walls hold a Poiseuille
 /// profile. Bound: 1 % relative L2 error. Measured: below 0.001 % (the ghosts reproduce a
 /// uniform velocity to rounding, and free slip hands it back unchanged along the wall;
-/// no-slip walls would be tens of % off).
+/// no-slip walls slow the fluid beside them).
 #[test]
 fn free_slip_mdbc_walls_let_the_channel_slide() {
     let case = case("poiseuille_2d.toml", &[r#"physics.boundary={kind="mdbc",slip=true}"#]);
