@@ -220,7 +220,9 @@ pub trait Backend: Interpolate + Send {
     /// blocks (copies, edges, inner).
     fn rebuild_end(&mut self, incoming: [ParticleState; 2]) -> Result<(), Failure>;
     /// Forces (accelerations, density rates, shifting sums) of one part of the owned
-    /// particles. `Part::Edges` starts a force pass (its pressures, its largest values); the
+    /// particles. `Part::Edges` starts a force pass (its pressures, its largest values; with
+    /// mDBC first the boundary particles' density and viscous velocity from their ghost
+    /// nodes, for the owned ones and the copies the pass reads: [`crate::decomp::halo`]); the
     /// call may return before the device is done (read [`Backend::force_stats`]).
     fn forces(&mut self, part: Part) -> Result<(), Failure>;
     /// True when [`Backend::forces`] for [`Part::Inner`] returns while the device computes
