@@ -481,10 +481,13 @@ impl Reporter {
 
 impl Observer for Reporter {
     fn progress(&mut self, p: &Progress) {
-        let line = format!(
+        let mut line = format!(
             "t = {:.5} / {} s, step {}, dt {:.3e} s, {:.1} steps/s",
             p.time, p.end, p.step, p.dt, p.steps_per_second
         );
+        if p.removed > 0 {
+            line += &format!(", {} fluid particles left the domain", p.removed);
+        }
         if let Some(b) = &self.bar {
             b.set_position((1000.0 * p.time / p.end) as u64);
             b.set_message(line);

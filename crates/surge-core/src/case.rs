@@ -219,6 +219,10 @@ pub struct Case {
     pub checkpoint_interval: Option<f64>,
     /// How many of the newest checkpoints to keep (at least 1).
     pub checkpoint_keep: u32,
+    /// What happens to a fluid particle that leaves the domain.
+    pub on_exit: OnExit,
+    /// The share of the initial fluid that may leave before the run stops.
+    pub max_removed: f64,
     /// The axis cut into slices between devices.
     pub split: usize,
     /// Load balancing between devices.
@@ -324,13 +328,13 @@ impl Case {
     /// Check a parsed case file.
     pub fn from_raw(f: CaseFile, file: &str, default_name: &str) -> Result<Case, CaseError> {
         let pre = Checker { file, dim: 0 };
-        let dim = match (&f.domain, f.fluid.first()) {
-            (Some(d), _) => d.min.len(),
+        let dim = match (f.domain.as_ref().and_then(|d| d.min.as_ref()), f.fluid.first()) {
+            (Some(min), _) => min.len(),
             (None, Some(b)) => b.min.len(),
             (None, None) => return Err(pre.err("fluid", "nothing to simulate: the case has no [[fluid]] box")),
         };
         if dim != 2 && dim != 3 {
-            let field = if f.domain.is_some() { "domain.min" } else { "fluid[0].min" };
+            let field = if f.domain.as_ref().is_some_and(|d| d.min.is_some()) { "domain.min" } else { "fluid[0].min" };
             return Err(pre.err(field, format!("expected 2 or 3 numbers (this sets the dimension), found {dim}")));
         }
         let c = Checker { file, dim };
@@ -534,9 +538,28 @@ impl Case {
                 },
             );
         let mut periodic = [false; 3];
-        let domain = match &f.domain {
-            Some(d) => {
-                let b = Aabb { min: c.vec("domain.min", &d.min, dim)?, max: c.vec("domain.max", &d.max, dim)? };
+        let corners = match &f.domain {
+            Some(d) => match (&d.min, &d.max) {
+                (Some(min), Some(max)) => Some((d, min, max)),
+                (None, None) if d.periodic.is_empty() => None,
+                (None, None) => {
+                    return Err(c.err("domain.periodic", "periodic axes need the domain's min and max (the period)"))
+                }
+                (Some(_), None) => return Err(c.err("domain.max", "give both domain.min and domain.max, or neither")),
+                (None, Some(_)) => return Err(c.err("domain.min", "give both domain.min and domain.max, or neither")),
+            },
+            None => None,
+        };
+        let (on_exit, max_removed) = match &f.domain {
+            Some(d) => (d.on_exit, d.max_removed),
+            None => (OnExit::Remove, 0.05),
+        };
+        if !(0.0..=1.0).contains(&max_removed) {
+            return Err(c.err("domain.max_removed", format!("expected a share between 0 and 1, found {max_removed}")));
+        }
+        let domain = match corners {
+            Some((d, min, max)) => {
+                let b = Aabb { min: c.vec("domain.min", min, dim)?, max: c.vec("domain.max", max, dim)? };
                 for a in 0..dim {
                     if b.max[a] <= b.min[a] {
                         return Err(c.err("domain.max", format!("must be above domain.min along {}", AXES[a])));
@@ -583,10 +606,13 @@ impl Case {
         for (i, g) in f.gauge.iter().enumerate() {
             let field = format!("gauge[{i}]");
             let n = g.name();
-            if n.is_empty() || n.contains([',', '"', '\n']) || n == "time" {
+            if n.is_empty() || n.contains([',', '"', '\n']) || n == "time" || n == "removed" {
                 return Err(c.err(
                     format!("{field}.name"),
-                    format!("`{n}` must be non-empty, without commas or quotes, and not `time`"),
+                    format!(
+                        "`{n}` must be non-empty, without commas or quotes, and not `time` or `removed` (columns of \
+                         gauges.csv)"
+                    ),
                 ));
             }
             if gauges.iter().any(|o: &Gauge| o.name() == n) {
@@ -699,6 +725,8 @@ impl Case {
             initial,
             checkpoint_interval,
             checkpoint_keep: f.checkpoint.keep,
+            on_exit,
+            max_removed,
             split,
             balance: Balance { enabled: dc.balance, every: dc.balance_every, threshold: dc.balance_threshold },
         })
@@ -712,7 +740,9 @@ impl Case {
     ///
     /// Left out, because a restart may change them: the name, `time.end`, `time.cfl` and
     /// `time.dt_max` (e.g. a smaller CFL after an instability; the continuation is then no
-    /// longer bitwise the uninterrupted run), output, gauges and checkpoint settings.
+    /// longer bitwise the uninterrupted run), output, gauges and checkpoint settings, and
+    /// what happens to particles that leave the domain (removal or a stop: the particles that
+    /// stay move alike either way).
     ///
     /// Every field is named below, so a new field does not compile until it is put on one
     /// side or the other.
@@ -752,6 +782,8 @@ impl Case {
             initial,
             checkpoint_interval: _,
             checkpoint_keep: _,
+            on_exit: _,
+            max_removed: _,
             split: _,
             balance: _,
         } = self;
