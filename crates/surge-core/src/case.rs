@@ -177,6 +177,11 @@ pub struct Case {
     pub gamma: f64,
     /// Speed of sound.
     pub c0: f64,
+    /// Where c0 comes from, for `surge check`.
+    pub c0_note: String,
+    /// The fastest flow to expect: a dam-break front 2 sqrt(g H) of the tallest column, the
+    /// initial and the wall velocities (the usual rule: c0 at least ten times this).
+    pub expected_speed: f64,
     /// Tait coefficient B.
     pub tait_b: f64,
     /// Background pressure.
@@ -434,31 +439,64 @@ impl Case {
             if ph.body_force.is_empty() { [0.0; 3] } else { c.vec("physics.body_force", &ph.body_force, dim)? };
         let gamma = c.positive("physics.eos.gamma", ph.eos.gamma)?;
         let g_mag = body_force.iter().map(|x| x * x).sum::<f64>().sqrt();
-        let c0 = match (ph.eos.c0, ph.eos.c0_coef) {
+        // The tallest fluid column along the body force, and the fastest flow to expect: a
+        // dam-break front runs at 2 sqrt(g H) (Ritter's solution), and the initial and wall
+        // velocities. The default c0 is ten times that (density varies about 1 %); with
+        // 2 sqrt(g H) it is DualSPHysics' default of 20 sqrt(g H).
+        let column = if g_mag > 0.0 {
+            let up: Vec<f64> = body_force.iter().map(|x| -x / g_mag).collect();
+            let height = |p: [f64; 3]| (0..3).map(|a| p[a] * up[a]).sum::<f64>();
+            let corners = fluid.iter().flat_map(|b| {
+                (0..8).map(move |k| {
+                    [
+                        if k & 1 == 0 { b.min[0] } else { b.max[0] },
+                        if k & 2 == 0 { b.min[1] } else { b.max[1] },
+                        if k & 4 == 0 { b.min[2] } else { b.max[2] },
+                    ]
+                })
+            });
+            let (lo, hi) =
+                corners.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), p| (lo.min(height(p)), hi.max(height(p))));
+            hi - lo
+        } else {
+            0.0
+        };
+        let norm = |v: &[f64; 3]| v.iter().map(|x| x * x).sum::<f64>().sqrt();
+        let initial_speed = match &f.initial_velocity {
+            None => 0.0,
+            Some(InitialVelocity::Constant { value }) => norm(&c.vec("initial_velocity.value", value, dim)?),
+            Some(InitialVelocity::TaylorGreen { u0 }) => u0.abs(),
+        };
+        let front = 2.0 * (g_mag * column).sqrt();
+        let expected_speed = walls.iter().map(|w| norm(&w.velocity)).fold(front.max(initial_speed), f64::max);
+        let (c0, c0_note) = match (ph.eos.c0, ph.eos.c0_coef) {
             (Some(_), Some(_)) => return Err(c.err("physics.eos", "give either c0 or c0_coef, not both")),
-            (Some(c0), None) => c.positive("physics.eos.c0", c0)?,
-            (None, coef) => {
-                let coef = c.positive("physics.eos.c0_coef", coef.unwrap_or(10.0))?;
+            (Some(c0), None) => (c.positive("physics.eos.c0", c0)?, "given (physics.eos.c0)".to_string()),
+            (None, Some(coef)) => {
+                let coef = c.positive("physics.eos.c0_coef", coef)?;
                 if g_mag == 0.0 {
                     return Err(c.err(
                         "physics.eos.c0",
                         "without a body force the speed of sound cannot follow from c0_coef: give c0",
                     ));
                 }
-                let up: Vec<f64> = body_force.iter().map(|x| -x / g_mag).collect();
-                let height = |p: [f64; 3]| (0..3).map(|a| p[a] * up[a]).sum::<f64>();
-                let corners = fluid.iter().flat_map(|b| {
-                    (0..8).map(move |k| {
-                        [
-                            if k & 1 == 0 { b.min[0] } else { b.max[0] },
-                            if k & 2 == 0 { b.min[1] } else { b.max[1] },
-                            if k & 4 == 0 { b.min[2] } else { b.max[2] },
-                        ]
-                    })
-                });
-                let (lo, hi) = corners
-                    .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), p| (lo.min(height(p)), hi.max(height(p))));
-                coef * (g_mag * (hi - lo)).sqrt()
+                (coef * (g_mag * column).sqrt(), format!("{coef} sqrt(g H), H = {column} m (physics.eos.c0_coef)"))
+            }
+            (None, None) => {
+                if expected_speed <= 0.0 {
+                    return Err(c.err(
+                        "physics.eos.c0",
+                        "nothing in the case moves the fluid (no body force, initial or wall velocity): give c0",
+                    ));
+                }
+                let why = if expected_speed == front {
+                    format!("the dam-break front 2 sqrt(g H), H = {column} m")
+                } else if expected_speed == initial_speed {
+                    "the initial velocity".to_string()
+                } else {
+                    "a wall's velocity".to_string()
+                };
+                (10.0 * expected_speed, format!("10 x the fastest expected flow, {expected_speed:.4} m/s ({why})"))
             }
         };
         let background_pressure = ph.eos.background_pressure;
@@ -695,6 +733,8 @@ impl Case {
             kernel: ph.kernel,
             gamma,
             c0,
+            c0_note,
+            expected_speed,
             tait_b: tait_b(c0, rho0, gamma),
             background_pressure,
             viscosity,
@@ -761,6 +801,8 @@ impl Case {
             kernel,
             gamma,
             c0,
+            c0_note: _,
+            expected_speed: _,
             tait_b,
             background_pressure,
             viscosity,

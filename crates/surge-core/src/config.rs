@@ -321,8 +321,10 @@ pub struct EosSpec {
     pub gamma: f64,
     /// Numerical speed of sound (m/s). Give this or `c0_coef`.
     pub c0: Option<f64>,
-    /// `c0 = c0_coef * sqrt(|g| H)` with H the tallest fluid column along the body force;
-    /// default 10 (density varies about 1 %).
+    /// `c0 = c0_coef * sqrt(|g| H)` with H the tallest fluid column along the body force
+    /// (DualSPHysics' `coefsound`; SPHERIC Test 2's benchmark uses 20). Without c0 or
+    /// c0_coef, c0 is ten times the fastest flow to expect: a dam-break front
+    /// `2 sqrt(|g| H)`, the initial and the wall velocities (density varies about 1 %).
     pub c0_coef: Option<f64>,
     /// Background pressure `p_b` (Pa) added to Tait; default 0.
     #[serde(default)]
