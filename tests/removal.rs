@@ -14,7 +14,7 @@ use surge_core::Case;
 use surge_runtime::Simulation;
 
 fn jet(overrides: &[&str]) -> Case {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cases/jet_2d.toml");
+    let path = repo_file("tests/cases/jet_2d.toml");
     let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
     Case::from_file(&path, &o).unwrap_or_else(|e| panic!("{e}"))
 }

@@ -5,11 +5,12 @@
 //! particle: id, position, velocity, density, kind, wall normal), cuts it into its devices'
 //! shares (one more copy when there are several), and loads each device: on the CPU every
 //! buffer, the sort's second copy of the conserved ones and the cell table
-//! ([`surge_cpu::bytes_per_particle`]); for a GPU the upload staging and the pinned output
-//! buffers, about the GPU's own figure ([`surge_cuda::bytes_per_particle`]). Measured peak
-//! resident memory of `surge run --backend cpu` on the 3D dam break (0.08 to 0.73 M
-//! particles): 230 bytes a particle over a fixed 16 MB, against 245 + 16 MB estimated; an
-//! H100 host at 525 M particles peaked at about 200 bytes a particle (issue 16).
+//! ([`surge_cpu::bytes_per_particle`]); for a GPU the upload staging and the pinned host
+//! buffers, about twice the GPU's own figure ([`surge_cuda::bytes_per_particle`]). Measured
+//! peak resident memory of `surge run --backend cpu` on the 3D dam break (0.08 to 0.73 M
+//! particles): 230 bytes a particle over a fixed 16 MB, against 245 + 16 MB estimated; of
+//! `surge run --backend cuda` on an H100 host at 4.45 M particles: 238 bytes a particle
+//! (1.05 GB), against 73 + 2 x 98 = 269 estimated (at 525 M particles about 200, issue 16).
 
 use surge_core::buffers::BufferSet;
 use surge_core::geometry::counts;
@@ -48,7 +49,7 @@ pub fn host_needed(case: &Case, gpu: bool, devices: usize, share: f64) -> Result
     let grid = Grid::new(case, case.split_axis())?;
     let set = BufferSet::for_case(case);
     let per = if gpu {
-        surge_cuda::bytes_per_particle(set, n as usize, grid.cell_count())
+        2 * surge_cuda::bytes_per_particle(set, n as usize, grid.cell_count())
     } else {
         surge_cpu::bytes_per_particle(set, n as usize, grid.cell_count())
     } as f64;
