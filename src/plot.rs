@@ -254,6 +254,12 @@ pub fn plot(o: &Options) -> Result<Report, PlotError> {
             return Err(PlotError::Input(format!("--average {w}: expected a positive number of seconds")));
         }
     }
+    if !o.run.exists() {
+        return Err(PlotError::Input(format!(
+            "{}: no such file or directory; expected a run's output directory or its gauges.csv",
+            o.run.display()
+        )));
+    }
     let csv = if o.run.is_dir() { o.run.join("gauges.csv") } else { o.run.clone() };
     let run = read_table(&csv)?;
     let reference = o.reference.as_deref().map(read_table).transpose()?;
