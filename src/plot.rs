@@ -25,8 +25,8 @@ const RUN_COLOURS: [RGBColor; 4] =
 const REFERENCE_COLOURS: [RGBColor; 4] =
     [RGBColor(214, 39, 40), RGBColor(255, 127, 14), RGBColor(227, 119, 194), RGBColor(140, 86, 75)];
 
-/// A reference with at most this many points in the time window also gets a marker per point
-/// (digitised data); denser ones (instrument records) are drawn as a line only.
+/// A reference of at most this many points also gets a marker per point (digitised data);
+/// denser ones (instrument records) are drawn as a line only.
 const MARKERS_UP_TO: usize = 300;
 
 /// What went wrong, by whose fault: the input files and options (exit code 2), or writing the
@@ -244,6 +244,8 @@ struct Series {
     colour: RGBColor,
     points: Vec<(f64, f64)>,
     reference: bool,
+    /// A marker at each point: a sparse reference.
+    markers: bool,
 }
 
 /// Reads the run's gauges and the reference, writes the PNGs. The `gauges.csv` of a run
@@ -317,6 +319,7 @@ pub fn plot(o: &Options) -> Result<Report, PlotError> {
                         colour: REFERENCE_COLOURS[slot % REFERENCE_COLOURS.len()],
                         points: finite_points(&r.time, &rv, span),
                         reference: true,
+                        markers: r.time.len() <= MARKERS_UP_TO,
                     });
                 }
             }
@@ -325,6 +328,7 @@ pub fn plot(o: &Options) -> Result<Report, PlotError> {
                 colour: RUN_COLOURS[slot % RUN_COLOURS.len()],
                 points: finite_points(&run.time, &v, span),
                 reference: false,
+                markers: false,
             });
             peaks.push((name.clone(), run_peak, ref_peak));
         }
@@ -385,6 +389,7 @@ fn draw(path: &Path, title: &str, span: (f64, f64), series: &[Series]) -> Result
             .y_desc(title)
             .label_style(("sans-serif", 16))
             .axis_desc_style(("sans-serif", 18))
+            .y_label_formatter(&|v| fmt_tick(*v, hi - lo))
             .light_line_style(WHITE.mix(0.0))
             .draw()?;
         // References first, so the run is drawn over them.
@@ -395,7 +400,7 @@ fn draw(path: &Path, title: &str, span: (f64, f64), series: &[Series]) -> Result
                 .draw_series(LineSeries::new(s.points.iter().copied(), c.stroke_width(width)))?
                 .label(s.label.as_str())
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(width)));
-            if s.reference && s.points.len() <= MARKERS_UP_TO {
+            if s.markers {
                 chart.draw_series(s.points.iter().map(|&p| Circle::new(p, 3, c.filled())))?;
             }
         }
@@ -415,6 +420,17 @@ fn draw(path: &Path, title: &str, span: (f64, f64), series: &[Series]) -> Result
             let _ = std::fs::remove_file(&tmp);
             Err(fail(e.to_string()))
         }
+    }
+}
+
+/// A value-axis label: as many decimals as the axis span needs, and `0` rather than `-0.0`.
+fn fmt_tick(v: f64, span: f64) -> String {
+    let decimals = (1 - span.max(1e-300).log10().floor() as i32).clamp(0, 9) as usize;
+    let s = format!("{v:.decimals$}");
+    if s.trim_start_matches('-').chars().all(|c| c == '0' || c == '.') {
+        "0".into()
+    } else {
+        s
     }
 }
 
@@ -509,5 +525,8 @@ mod tests {
         assert_eq!(fmt_value(0.123456), "0.12346");
         assert_eq!(fmt_value(0.0), "0");
         assert_eq!(fmt_value(2.5e-5), "2.5000e-5");
+        assert_eq!(fmt_tick(-1e-17, 0.5), "0");
+        assert_eq!(fmt_tick(0.25, 0.5), "0.25");
+        assert_eq!(fmt_tick(12000.0, 9000.0), "12000");
     }
 }
