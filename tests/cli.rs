@@ -717,3 +717,26 @@ fn plot_of_a_missing_or_malformed_csv_is_one_clear_error() {
     }
     assert!(!run.join("plots").exists(), "no plot may be written after a bad input");
 }
+
+#[test]
+fn plot_reads_the_spheric_test2_experiment() {
+    // The shipped measurements stay readable as a reference, with their label and the
+    // height columns named by gauge position: P1's impact peak and H4 (the reservoir) at rest.
+    let tmp = TempDir::new("cli-plot-spheric");
+    let mut csv = String::from("time,P1,H4\n");
+    for i in 0..=100 {
+        csv.push_str(&format!("{},0,0.5\n", i as f64 * 0.01));
+    }
+    fs::write(tmp.join("gauges.csv"), csv).unwrap();
+    let reference = root().join("tests/data/spheric_test2_kleefsman2005.csv").display().to_string();
+    let out = surge(&["plot", &tmp.display().to_string(), "--reference", &reference]);
+    out.assert_code(0);
+    let row = |name: &str| -> Vec<String> {
+        let line = out.stdout.lines().find(|l| l.starts_with(&format!("{name} "))).unwrap_or("");
+        line.split_whitespace().map(str::to_string).collect()
+    };
+    assert_eq!(row("P1")[3..], ["11239", "0.4150"], "{}", out.describe());
+    assert_eq!(row("H4")[3..], ["0.55110", "0.0070"], "{}", out.describe());
+    assert!(out.stdout.contains("no gauge for its columns P2, P3"), "{}", out.describe());
+    assert_png(&tmp.join("plots/P1.png"));
+}
