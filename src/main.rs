@@ -1,4 +1,6 @@
-//! `surge`: run, check and benchmark SPH cases from the command line.
+//! `surge`: run, check and benchmark SPH cases from the command line, and plot their gauges.
+
+mod plot;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -28,7 +30,8 @@ const EXIT_INTERRUPTED: u8 = 3;
     long_about = "Weakly-compressible SPH free-surface flow simulator.\n\n\
         A case is a TOML file (see configs/). `surge check CASE` validates it and prints what \
         would run; `surge run CASE` runs it and writes ParaView frames (.vtu + .pvd), gauges.csv \
-        and summary.json into out/<case name> (or --out).\n\n\
+        and summary.json into out/<case name> (or --out); `surge plot OUT` draws each gauge against \
+        time into OUT/plots/, with an experiment's series beside it (--reference).\n\n\
         Several devices: `--devices 0,1,2,3` (GPUs) or `--backend cpu --workers 4`; across nodes, a \
         `--features mpi` build under `mpirun -n N` or `srun` (see slurm/). The results are bitwise \
         those of one device.\n\n\
@@ -87,6 +90,38 @@ enum Command {
         case: PathBuf,
         #[command(flatten)]
         common: Common,
+    },
+    /// Draw each gauge of a run against time: one PNG per gauge in OUT/plots/.
+    ///
+    /// Reads the run's `gauges.csv` (`time,<gauge names>`). One chart per gauge, named after
+    /// it (`P1.png`); the columns of one gauge with several components, `NAME.fx`, `NAME.fy`,
+    /// `NAME.fz`, share the chart `NAME.png`. The time axis is the run's. Prints each gauge's
+    /// largest value and its time (and the reference's in the same time span).
+    #[command(after_help = "Examples:\n  \
+        surge plot out/dam_break_3d\n  \
+        surge plot out/spheric_test2 --only 'P*' --average 0.01 \\\n      \
+        --reference tests/data/spheric_test2_kleefsman2005.csv --out out/spheric_test2/plots/p_avg10ms\n\n\
+        Exit codes: 0 plotted; 1 a plot could not be written; 2 a missing or malformed CSV file, or a bad option.")]
+    Plot {
+        /// A run's output directory, or the path of its `gauges.csv`.
+        #[arg(value_name = "RUN")]
+        run: PathBuf,
+        /// Directory for the PNGs [default: `plots/` beside the `gauges.csv`].
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+        /// Reference series (an experiment) drawn on the same charts: a CSV with a `time` column
+        /// and columns named like the gauges; `#` lines are comments, and `# label: TEXT` names
+        /// it in the legends (else the file name does). Columns without a gauge are left out.
+        #[arg(long, value_name = "FILE.csv")]
+        reference: Option<PathBuf>,
+        /// Centred moving average over this many seconds, applied to the run and the reference
+        /// alike, e.g. 0.01 for the 10-ms-averaged pressures of SPHERIC Test 2.
+        #[arg(long, value_name = "SECONDS")]
+        average: Option<f64>,
+        /// Only these gauges: names separated by commas, a trailing `*` matching a prefix
+        /// (`P*,H2`).
+        #[arg(long, value_name = "LIST", value_delimiter = ',')]
+        only: Vec<String>,
     },
     /// List GPUs and say whether CUDA, NVRTC and MPI were found.
     Info,
@@ -241,6 +276,9 @@ fn main() -> ExitCode {
         }
         Command::Dump { checkpoint, csv } => cmd_dump(&checkpoint, &csv),
         Command::Check { case, common } => cmd_check(&case, &common),
+        Command::Plot { run, out, reference, average, only } => {
+            cmd_plot(&plot::Options { run, out, reference, average, only })
+        }
         Command::Info => cmd_info(),
         Command::Bench { cases, steps, json, common } => cmd_bench(cases, steps, json.as_deref(), &common),
     };
@@ -480,6 +518,40 @@ fn cmd_dump(checkpoint: &Path, csv: &Path) -> Result<(), Failure> {
         c.header.step,
         csv.display()
     );
+    Ok(())
+}
+
+fn cmd_plot(o: &plot::Options) -> Result<(), Failure> {
+    let report = plot::plot(o).map_err(|e| match e {
+        plot::PlotError::Input(m) => Failure(EXIT_BAD_INPUT, m),
+        plot::PlotError::Output(m) => Failure(EXIT_RUN_FAILED, m),
+    })?;
+    let with_ref = report.reference.is_some();
+    let avg = o.average.map(|w| format!(" ({} ms average)", w * 1e3)).unwrap_or_default();
+    println!(
+        "largest value of each gauge{avg} and its time [s]{}",
+        if with_ref { "; the reference's in the run's time span" } else { "" }
+    );
+    let fmt = |p: Option<plot::Peak>| match p {
+        Some(p) => format!("{:>12} {:>9.4}", plot::fmt_value(p.value), p.time),
+        None => format!("{:>12} {:>9}", "-", "-"),
+    };
+    println!(
+        "{:<12} {:>12} {:>9}{}",
+        "gauge",
+        "peak",
+        "at t",
+        if with_ref { format!(" {:>12} {:>9}", "reference", "at t") } else { String::new() }
+    );
+    for (name, run, reference) in &report.peaks {
+        println!("{name:<12} {}{}", fmt(*run), if with_ref { format!(" {}", fmt(*reference)) } else { String::new() });
+    }
+    if let Some((label, unmatched)) = &report.reference {
+        if !unmatched.is_empty() {
+            println!("reference `{label}`: no gauge for its columns {}", unmatched.join(", "));
+        }
+    }
+    println!("{} plot(s) in {}", report.files.len(), report.out.display());
     Ok(())
 }
 

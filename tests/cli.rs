@@ -635,4 +635,141 @@ fn a_case_too_large_for_the_host_is_refused_before_it_is_built() {
         assert!(t0.elapsed().as_secs_f64() < 10.0, "refused only after {:?}", t0.elapsed());
     }
     assert!(!out_dir.exists(), "a refused run must not write anything");
+
+// surge plot
+
+/// The eight bytes every PNG file starts with.
+const PNG_SIGNATURE: &[u8] = b"\x89PNG\r\n\x1a\n";
+
+/// `path` is a PNG (signature, then the IHDR chunk) of more than a blank canvas's size.
+fn assert_png(path: &Path) {
+    let bytes = fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert!(bytes.starts_with(PNG_SIGNATURE), "{} is not a PNG", path.display());
+    assert_eq!(&bytes[12..16], b"IHDR", "{}: no IHDR chunk first", path.display());
+    // A white 1000 x 600 canvas compresses to about 3 kB; axes, labels and a curve add more.
+    assert!(bytes.len() > 10_000, "{}: only {} bytes, nothing drawn?", path.display(), bytes.len());
+}
+
+/// A small run's gauges: a pressure pulse, a falling height, and a force gauge's components.
+fn write_gauges(dir: &Path) {
+    let mut csv = String::from("time,P1,H1,F1.fx,F1.fy,F1.fz\n");
+    for i in 0..=200 {
+        let t = i as f64 * 0.005;
+        let p = 5000.0 * (-((t - 0.5) / 0.02).powi(2)).exp();
+        csv.push_str(&format!("{t},{p},{},{},{},{}\n", 0.55 - 0.3 * t, 10.0 * t, -t, 0.5));
+    }
+    fs::create_dir_all(dir).unwrap();
+    fs::write(dir.join("gauges.csv"), csv).unwrap();
+}
+
+#[test]
+fn plot_draws_a_png_per_gauge_with_a_reference_and_an_average() {
+    let tmp = TempDir::new("cli-plot");
+    let run = tmp.join("run");
+    write_gauges(&run);
+    // A reference at 1 kHz for P1 (longer than the run), and a column no gauge has.
+    let mut reference = String::from("# measured\n# label: test experiment\nTime (s),P1,X9\n");
+    for i in 0..=2000 {
+        let t = i as f64 * 0.001;
+        reference.push_str(&format!("{t},{},{t}\n", 4000.0 * (-((t - 0.51) / 0.03).powi(2)).exp()));
+    }
+    let ref_path = tmp.join("reference.csv");
+    fs::write(&ref_path, reference).unwrap();
+
+    let out = surge(&["plot", &run.display().to_string()]);
+    out.assert_code(0);
+    let plots: Vec<String> =
+        files_under(&run.join("plots")).iter().map(|p| p.file_name().unwrap().to_string_lossy().into()).collect();
+    assert_eq!(plots, ["F1.png", "H1.png", "P1.png"], "{}", out.describe());
+    for p in files_under(&run.join("plots")) {
+        assert_png(&p);
+    }
+    // The peak table: P1 peaks at t = 0.5.
+    let p1 = out.stdout.lines().find(|l| l.starts_with("P1 ")).unwrap_or_else(|| panic!("{}", out.describe()));
+    assert!(p1.contains("5000") && p1.contains("0.5000"), "{}", out.describe());
+
+    // The CSV path itself, another folder, the reference, a 10 ms average, one gauge.
+    let other = tmp.join("avg");
+    let out = surge(&[
+        "plot",
+        &run.join("gauges.csv").display().to_string(),
+        "--out",
+        &other.display().to_string(),
+        "--reference",
+        &ref_path.display().to_string(),
+        "--average",
+        "0.01",
+        "--only",
+        "P*",
+    ]);
+    out.assert_code(0);
+    assert_eq!(files_under(&other), [other.join("P1.png")], "{}", out.describe());
+    assert_png(&other.join("P1.png"));
+    assert_no_tmp(&other);
+    let p1 = out.stdout.lines().find(|l| l.starts_with("P1 ")).unwrap_or_else(|| panic!("{}", out.describe()));
+    // Averaged over 10 ms (three samples of the run) the peak is lower; the reference's
+    // peak, within the run's time span, is at 0.51 s.
+    let fields: Vec<&str> = p1.split_whitespace().collect();
+    let peak: f64 = fields[1].parse().unwrap();
+    assert!(peak < 5000.0 && peak > 4500.0, "{}", out.describe());
+    assert_eq!(fields[4], "0.5100", "{}", out.describe());
+    assert!(out.stdout.contains("no gauge for its columns X9"), "{}", out.describe());
+}
+
+#[test]
+fn plot_of_a_missing_or_malformed_csv_is_one_clear_error() {
+    let tmp = TempDir::new("cli-plot-bad");
+    let run = tmp.join("run");
+    write_gauges(&run);
+    let bad_header = tmp.join("no_time.csv");
+    fs::write(&bad_header, "t,P1\n0,1\n").unwrap();
+    let bad_number = tmp.join("bad_number.csv");
+    fs::write(&bad_number, "time,P1\n0,1\n0.1,oops\n").unwrap();
+    let missing = tmp.join("nowhere");
+    let cases: Vec<(Vec<String>, String, &str)> = vec![
+        (vec![missing.display().to_string()], missing.display().to_string(), "no such file or directory"),
+        (vec![tmp.display().to_string()], tmp.join("gauges.csv").display().to_string(), "cannot read"),
+        (vec![bad_header.display().to_string()], bad_header.display().to_string(), "expected `time`"),
+        (vec![bad_number.display().to_string()], bad_number.display().to_string(), "`oops` is not a number"),
+        (
+            vec![run.display().to_string(), "--reference".into(), bad_header.display().to_string()],
+            bad_header.display().to_string(),
+            "expected `time`",
+        ),
+        (vec![run.display().to_string(), "--average".into(), "0".into()], "--average 0".into(), "positive"),
+        (vec![run.display().to_string(), "--only".into(), "Q*".into()], "--only Q*".into(), "no gauge"),
+    ];
+    for (args, names, says) in cases {
+        let mut a = vec!["plot".to_string()];
+        a.extend(args);
+        let out = surge(&a);
+        out.assert_code(EXIT_BAD_INPUT);
+        out.assert_no_panic();
+        let line = out.single_error_line();
+        assert!(line.contains(&names) && line.contains(says), "expected `{names}` and `{says}`\n{}", out.describe());
+    }
+    assert!(!run.join("plots").exists(), "no plot may be written after a bad input");
+}
+
+#[test]
+fn plot_reads_the_spheric_test2_experiment() {
+    // The shipped measurements stay readable as a reference, with their label and the
+    // height columns named by gauge position: P1's impact peak and H4 (the reservoir) at rest.
+    let tmp = TempDir::new("cli-plot-spheric");
+    let mut csv = String::from("time,P1,H4\n");
+    for i in 0..=100 {
+        csv.push_str(&format!("{},0,0.5\n", i as f64 * 0.01));
+    }
+    fs::write(tmp.join("gauges.csv"), csv).unwrap();
+    let reference = root().join("tests/data/spheric_test2_kleefsman2005.csv").display().to_string();
+    let out = surge(&["plot", &tmp.display().to_string(), "--reference", &reference]);
+    out.assert_code(0);
+    let row = |name: &str| -> Vec<String> {
+        let line = out.stdout.lines().find(|l| l.starts_with(&format!("{name} "))).unwrap_or("");
+        line.split_whitespace().map(str::to_string).collect()
+    };
+    assert_eq!(row("P1")[3..], ["11239", "0.4150"], "{}", out.describe());
+    assert_eq!(row("H4")[3..], ["0.55110", "0.0070"], "{}", out.describe());
+    assert!(out.stdout.contains("no gauge for its columns P2, P3"), "{}", out.describe());
+    assert_png(&tmp.join("plots/P1.png"));
 }
