@@ -16,7 +16,8 @@
 #   OUT/plots/pressure_avg10ms/*.png the pressures P1..P8 and the experiment, both as 10-ms
 #                                    centred moving averages, as SPHERIC compares them.
 # The experiment is tests/data/spheric_test2_kleefsman2005.csv when it is there (plots
-# without it otherwise). Reads nothing outside the repository but SURGE_BIN and OUT.
+# without it otherwise), and scripts/spheric_test2_compare.py prints the figures compared with
+# it. Reads nothing outside the repository but SURGE_BIN and OUT.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -65,3 +66,10 @@ echo "$all"
 echo
 echo "== pressure peaks, 10-ms averages (plots in $out/plots/pressure_avg10ms)"
 echo "$averaged"
+
+# The issue's figures against the experiment (P1's averaged peak and plateau, first wetting
+# and maximum heights), when the experiment's file and python3 are there.
+if [[ -f $reference ]] && command -v python3 >/dev/null; then
+    echo
+    python3 "$repo/scripts/spheric_test2_compare.py" "$out/gauges.csv" "$reference"
+fi
