@@ -286,7 +286,7 @@ fn run_every_config_briefly() {
         if !case.gauges.is_empty() {
             let text = fs::read_to_string(dir.join("gauges.csv")).expect("gauges.csv");
             let mut lines = text.lines();
-            let names: Vec<&str> = case.gauges.iter().map(|g| g.name()).collect();
+            let names = surge_core::gauge::columns(&case);
             assert_eq!(lines.next(), Some(format!("time,{}", names.join(",")).as_str()), "{name}: {text}");
             let rows: Vec<&str> = lines.collect();
             assert!(rows.len() >= 2, "{name}: expected at least 2 gauge rows\n{text}\n{ctx}");

@@ -195,11 +195,12 @@ static BLOCKS_TAKEN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicU
 
 mod blocks {
     use super::{Blocks, BLOCKS_TAKEN, SHARED_TAKEN};
+    use std::ops::Range;
     use std::sync::atomic::Ordering;
     use surge_core::backend::*;
     use surge_core::buffers::ParticleState;
     use surge_core::decomp::{Side, SliceMap};
-    use surge_core::gauge::Interpolate;
+    use surge_core::gauge::{Interpolate, ParticleLoad};
     use surge_core::grid::Grid;
     use surge_runtime::exchange::{decode, encode, Packet};
 
@@ -246,6 +247,9 @@ mod blocks {
         }
         fn fluid_front(&mut self, axis: usize, below: f64) -> Result<Option<f64>, String> {
             self.cpu.fluid_front(axis, below)
+        }
+        fn boundary_loads(&mut self, ids: &[Range<u32>], out: &mut Vec<ParticleLoad>) -> Result<(), String> {
+            self.cpu.boundary_loads(ids, out)
         }
     }
 

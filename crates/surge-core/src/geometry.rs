@@ -1,11 +1,12 @@
 //! Fill the case's boxes with particles on the dp lattice.
 
 use crate::buffers::Kind;
-use crate::case::{Aabb, Case, Initial};
+use crate::case::{Aabb, Case, Initial, Solid, Wall};
 use crate::decomp::SliceMap;
 use crate::grid::Grid;
 use crate::physics::constants::Constants;
 use std::f64::consts::PI;
+use std::ops::Range;
 
 /// Particles of a freshly filled case, in id order: fluid boxes, then walls, then obstacles.
 #[derive(Debug, Clone, Default)]
@@ -79,10 +80,44 @@ impl Filled {
     }
 }
 
+/// How many lattice points fit along one axis (at least one).
+fn lattice_count(min: f64, max: f64, dp: f64) -> usize {
+    ((max - min) / dp + 1e-6).floor().max(1.0) as usize
+}
+
 /// Lattice coordinates along one axis: `min + (i + 1/2) dp` for the particles that fit.
 fn lattice(min: f64, max: f64, dp: f64) -> impl Iterator<Item = f64> {
-    let n = ((max - min) / dp + 1e-6).floor().max(1.0) as usize;
-    (0..n).map(move |i| min + (i as f64 + 0.5) * dp)
+    (0..lattice_count(min, max, dp)).map(move |i| min + (i as f64 + 0.5) * dp)
+}
+
+/// Particles [`fill`] puts in a box (fluid or obstacle).
+fn box_count(b: &Aabb, dim: usize, dp: f64) -> usize {
+    (0..dim).map(|a| lattice_count(b.min[a], b.max[a], dp)).product()
+}
+
+/// Particles [`fill`] puts in a wall's layers: its lattice grown by the layers of its faces,
+/// less the enclosed lattice.
+fn wall_count(w: &Wall, dim: usize, dp: f64) -> usize {
+    let inner = |a: usize| lattice_count(w.inner.min[a], w.inner.max[a], dp);
+    let grown = |a: usize| inner(a) + w.layers as usize * w.faces[a].iter().filter(|f| **f).count();
+    (0..dim).map(grown).product::<usize>() - (0..dim).map(inner).product::<usize>()
+}
+
+/// The global ids of a solid's particles, as [`fill`] numbers them (fluid boxes, then walls,
+/// then obstacles, each in case order), counted without filling: each solid is one range.
+pub fn solid_ids(case: &Case, solid: Solid) -> Range<u32> {
+    let (dim, dp) = (case.dim, case.dp);
+    let mut start: usize = case.fluid.iter().map(|b| box_count(b, dim, dp)).sum();
+    let (before, len) = match solid {
+        Solid::Wall(k) => (&case.walls[..k], wall_count(&case.walls[k], dim, dp)),
+        Solid::Obstacle(k) => {
+            start += case.walls.iter().map(|w| wall_count(w, dim, dp)).sum::<usize>();
+            start += case.obstacles[..k].iter().map(|b| box_count(b, dim, dp)).sum::<usize>();
+            (&[][..], box_count(&case.obstacles[k], dim, dp))
+        }
+    };
+    start += before.iter().map(|w| wall_count(w, dim, dp)).sum::<usize>();
+    start as u32..(start + len) as u32
 }
 
 fn for_each_point(b: &Aabb, dim: usize, dp: f64, mut f: impl FnMut([f64; 3])) {
@@ -223,6 +258,59 @@ fn initial_state(case: &Case, c: &Constants, b: &Aabb, x: [f64; 3]) -> ([f64; 3]
             let v = [-u0 * (k * px).cos() * (k * py).sin(), u0 * (k * px).sin() * (k * py).cos(), 0.0];
             let p = p_static - case.rho0 * u0 * u0 / 4.0 * ((2.0 * k * px).cos() + (2.0 * k * py).cos());
             (v, c.rel_density(p as f32 + c.pb))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every solid's id range, counted without filling, holds exactly that solid's particles.
+    #[test]
+    fn solid_ids_match_the_fill() {
+        for (case, dim) in [
+            (
+                r#"dp = 0.1
+                time = { end = 1.0 }
+                physics = { body_force = [0.0, -9.81] }
+                fluid = [{ min = [0.0, 0.0], max = [0.4, 0.5] }, { min = [0.7, 0.0], max = [1.0, 0.3] }]
+                wall = [{ min = [0.0, 0.0], max = [1.0, 1.0], faces = ["x-", "y-"] },
+                        { min = [0.0, -0.3], max = [1.0, 1.0], faces = ["x+"], layers = 2 }]
+                obstacle = [{ min = [0.4, 0.0], max = [0.7, 0.2] }, { min = [0.5, 0.5], max = [0.6, 0.8] }]"#,
+                2,
+            ),
+            (
+                r#"dp = 0.1
+                time = { end = 1.0 }
+                physics = { body_force = [0.0, 0.0, -9.81] }
+                fluid = [{ min = [0.0, 0.0, 0.0], max = [0.4, 0.5, 0.3] }]
+                wall = [{ min = [0.0, 0.0, 0.0], max = [1.0, 0.5, 1.0] }]
+                obstacle = [{ min = [0.6, 0.1, 0.0], max = [0.8, 0.3, 0.2] }]"#,
+                3,
+            ),
+        ] {
+            let case = Case::from_str(case, &[]).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(case.dim, dim);
+            let filled = fill(&case);
+            let solids = (0..case.walls.len()).map(Solid::Wall).chain((0..case.obstacles.len()).map(Solid::Obstacle));
+            let mut next = filled.fluid_count() as u32;
+            for s in solids {
+                let r = solid_ids(&case, s);
+                assert_eq!(r.start, next, "{s:?}");
+                assert!(r.end > r.start, "{s:?}");
+                let inside = |b: &Aabb, x: [f64; 3]| (0..dim).all(|a| b.min[a] < x[a] && x[a] < b.max[a]);
+                for i in r.clone() {
+                    let x = filled.pos[i as usize];
+                    let ok = match s {
+                        Solid::Wall(k) => inside(&case.walls[k].outer(case.dp), x) && !inside(&case.walls[k].inner, x),
+                        Solid::Obstacle(k) => inside(&case.obstacles[k], x),
+                    };
+                    assert!(ok, "particle {i} at {x:?} is not in {s:?}");
+                }
+                next = r.end;
+            }
+            assert_eq!(next as usize, filled.len());
         }
     }
 }

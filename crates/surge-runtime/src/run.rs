@@ -227,7 +227,7 @@ pub fn run(
     let mut frames = FrameWriter::create(&opts.out_dir, &case.name, case.dim, &case.formats)
         .map_err(|e| (e.into(), None))?
         .with_piece(rank, ranks);
-    let names: Vec<String> = case.gauges.iter().map(|g| g.name().to_string()).collect();
+    let names: Vec<String> = surge_core::gauge::columns(case);
     let gauge_path = opts.out_dir.join("gauges.csv");
     // Every rank evaluates the gauges (a collective); rank 0 writes them.
     let mut gauges = match (names.is_empty() || !root, start.restarted && gauge_path.exists()) {
