@@ -58,6 +58,7 @@ const BROKEN: &[(&str, &[&str])] = &[
     ("unknown_face.toml", &["field `wall[0].faces`", "unknown face `bottom`", "x-, x+, y-, y+"]),
     ("unknown_gauge_kind.toml", &["field `gauge[0].kind`", "`velocity`", "`pressure`"]),
     ("duplicate_gauge_name.toml", &["field `gauge[1].name`", "already named `p`"]),
+    ("force_gauge_unknown_solid.toml", &["field `gauge[0].on`", "`obstacle.7` names no solid", "obstacle.0"]),
     ("invalid_syntax.toml", &["not valid TOML", "unclosed table", "line 7"]),
     ("duplicate_key.toml", &["not valid TOML", "duplicate key", "line 6"]),
     ("negative_checkpoint_interval.toml", &["field `checkpoint.interval`", "positive", "-0.05"]),

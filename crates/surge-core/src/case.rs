@@ -1015,6 +1015,43 @@ mod tests {
     }
 
     #[test]
+    fn force_gauges_name_their_solid_by_index_or_name() {
+        let base = [
+            "obstacle=[{min=[1.2, 0.0], max=[1.4, 0.2], name=\"pier\"}]",
+            "gauge=[{kind=\"force\", name=\"f\", on=\"pier\"}, {kind=\"force\", name=\"w\", on=\"wall.0\", about=[0.0, 0.0]}]",
+        ];
+        let c = Case::from_str(CASE, &base.map(String::from)).unwrap_or_else(|e| panic!("{e}"));
+        let f = Gauge::Force { name: "f".into(), solid: Solid::Obstacle(0), about: [1.3, 0.1, 0.0] };
+        let w = Gauge::Force { name: "w".into(), solid: Solid::Wall(0), about: [0.0; 3] };
+        match &c.gauges[..] {
+            [Gauge::Force { name, solid, about }, second] => {
+                assert_eq!((name.as_str(), *solid), ("f", Solid::Obstacle(0)));
+                assert!((0..3).all(|a| (about[a] - [1.3, 0.1, 0.0][a]).abs() < 1e-12), "{about:?}");
+                assert_eq!(second, &w);
+            }
+            other => panic!("{other:?} is not {f:?}, {w:?}"),
+        }
+        assert_eq!(crate::gauge::columns(&c), ["f.fx", "f.fy", "f.mz", "w.fx", "w.fy", "w.mz"]);
+        for (sets, want) in [
+            (
+                vec!["gauge=[{kind=\"force\", name=\"f\", on=\"obstacle.1\"}]"],
+                "field `gauge[0].on`: `obstacle.1` names no solid: expected one of wall.0, obstacle.0, pier",
+            ),
+            (vec!["gauge=[{kind=\"force\", name=\"f\", on=\"pie\"}]"], "`pie` names no solid"),
+            (vec!["wall.0.name=\"pier\""], "field `obstacle[0].name`: wall[0] is already named `pier`"),
+            (vec!["wall.0.name=\"obstacle.3\""], "field `wall[0].name`: `obstacle.3` must be"),
+            (
+                vec!["gauge=[{kind=\"force\", name=\"f\", on=\"pier\"}, {kind=\"pressure\", name=\"f.fy\", point=[0.1, 0.1]}]"],
+                "field `gauge[1].name`: the column `f.fy` is already another gauge's",
+            ),
+        ] {
+            let o: Vec<String> = [base[0]].into_iter().chain(sets.iter().copied()).map(String::from).collect();
+            let e = Case::from_str(CASE, &o).unwrap_err().to_string();
+            assert!(e.contains(want), "{o:?}: {e}");
+        }
+    }
+
+    #[test]
     fn checkpoint_settings_are_checked() {
         let c = Case::from_str(CASE, &[]).unwrap();
         assert_eq!((c.checkpoint_interval, c.checkpoint_keep), (None, 2));

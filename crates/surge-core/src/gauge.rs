@@ -133,3 +133,76 @@ pub fn evaluate(case: &Case, src: &mut dyn Interpolate, out: &mut Vec<f64>) -> R
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::case::Solid;
+
+    /// Fluid fraction 1 in `0 <= z <= depth` with linear ramps 2 dp wide across both ends,
+    /// for lines with x < 1 (dry beyond); loads given for a few particles, out of id order.
+    struct Fake {
+        depth: f64,
+        dp: f64,
+        loads: Vec<ParticleLoad>,
+    }
+
+    impl Interpolate for Fake {
+        fn fluid_sums(&mut self, xs: &[[f64; 3]], out: &mut Vec<(f64, f64)>) -> Result<(), String> {
+            let ramp = |s: f64| (s / (2.0 * self.dp) + 0.5).clamp(0.0, 1.0);
+            out.clear();
+            out.extend(xs.iter().map(|x| {
+                let f = if x[0] < 1.0 { ramp(x[1]).min(ramp(self.depth - x[1])) } else { 0.0 };
+                (f, 0.0)
+            }));
+            Ok(())
+        }
+        fn fluid_front(&mut self, _: usize, _: f64) -> Result<Option<f64>, String> {
+            Ok(None)
+        }
+        fn boundary_loads(&mut self, ids: &[Range<u32>], out: &mut Vec<ParticleLoad>) -> Result<(), String> {
+            out.clear();
+            out.extend(self.loads.iter().filter(|l| ids.iter().any(|r| r.contains(&l.id))));
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn water_height_integrates_the_fluid_fraction_and_forces_sum_their_solid() {
+        let text = r#"
+            dp = 0.02
+            time = { end = 1.0 }
+            physics = { body_force = [0.0, -9.81] }
+            domain = { min = [-0.2, -0.2], max = [2.2, 1.5] }
+            fluid = [{ min = [0.0, 0.0], max = [1.0, 0.6] }]
+            wall = [{ min = [0.0, 0.0], max = [2.0, 1.2], faces = ["x-", "x+", "y-"] }]
+            obstacle = [{ min = [1.5, 0.0], max = [1.7, 0.2] }]
+            gauge = [
+                { kind = "water_height", name = "wet", at = [0.5] },
+                { kind = "water_height", name = "dry", at = [1.2] },
+                { kind = "force", name = "o", on = "obstacle.0", about = [1.6, 0.0] },
+            ]
+        "#;
+        let case = Case::from_str(text, &[]).unwrap_or_else(|e| panic!("{e}"));
+        let ids = solid_ids(&case, Solid::Obstacle(0));
+        let load = |id: u32, pos: [f64; 3], force: [f32; 3]| ParticleLoad { id, pos, force };
+        let loads = vec![
+            load(ids.start + 3, [1.61, 0.19, 0.0], [0.0, -2.0, 0.0]),
+            load(ids.start - 1, [1.0, 0.0, 0.0], [100.0, 100.0, 0.0]), // the wall's: left out
+            load(ids.start, [1.51, 0.01, 0.0], [1.5, 0.5, 0.0]),
+        ];
+        let mut src = Fake { depth: 0.6, dp: case.dp, loads };
+        let mut out = Vec::new();
+        evaluate(&case, &mut src, &mut out).unwrap();
+        assert_eq!(out.len(), columns(&case).len());
+        assert!((out[0] - 0.6).abs() < 1e-3 * case.dp, "wet: {}", out[0]);
+        assert_eq!(out[1], 0.0, "dry");
+        let fx = 1.5f64;
+        let fy = 0.5f64 - 2.0;
+        // (x - about) x F, z component: dx fy - dy fx.
+        let mz = (1.61f64 - 1.6) * -2.0 + ((1.51 - 1.6) * 0.5 - 0.01 * 1.5);
+        for (got, want) in out[2..].iter().zip([fx, fy, mz]) {
+            assert!((got - want).abs() < 1e-12, "{:?} against {:?}", &out[2..], [fx, fy, mz]);
+        }
+    }
+}
