@@ -8,10 +8,11 @@
 // sorts by id) of `out`, 12 words each: force xyz (float bits), id, cell offset xyz (float
 // bits), 0, cell xyz, 0; at most `capacity` entries are written. Neighbours: the fluid
 // particles held in the window [wlo, whi), in stencil then storage order, as forces_kernel.
-extern "C" __global__ void loads_kernel(int first, int count, int wlo, int whi, int nranges, const unsigned *ranges,
-                                        const float4 *pos, const float4 *vel, const int4 *cell, const uint2 *info,
-                                        const float4 *wall, const unsigned *cell_start, unsigned capacity,
-                                        unsigned *counter, unsigned *out) {
+extern "C" __global__ void boundary_loads_kernel(int first, int count, int wlo, int whi, int nranges,
+                                                 const unsigned *ranges, const float4 *pos, const float4 *vel,
+                                                 const int4 *cell, const uint2 *info, const float4 *wall,
+                                                 const unsigned *cell_start, unsigned capacity, unsigned *counter,
+                                                 unsigned *out) {
     const int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= count) return;
     const int i = first + t;

@@ -93,7 +93,7 @@ fn a_cpu_checkpoint_continues_on_cuda() {
     assert!(dx < 1e-4 * case.dp, "positions differ by {dx} m");
 }
 
-/// The force gauge (the CUDA `loads_kernel` against the CPU loop) on the same particles: a
+/// The force gauge (the CUDA `boundary_loads_kernel` against the CPU loop) on the same particles: a
 /// CPU state of the dam break at step 200 loaded on the GPU, the tank's force and moment
 /// evaluated on both without a step between. The particles differ only by their re-location
 /// on the GPU's cells (float32 offsets), and each pair term by a few ulp, so the sums agree

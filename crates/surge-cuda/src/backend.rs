@@ -73,7 +73,7 @@ struct Kernels {
     update: CudaFunction,
     gauge_sums: CudaFunction,
     front: CudaFunction,
-    loads: CudaFunction,
+    boundary_loads: CudaFunction,
 }
 
 /// The particles a rebuild's sort drops: of the first `held` (those held before the
@@ -208,7 +208,7 @@ pub struct CudaBackend {
     gauge_off: CudaSlice<u32>,
     gauge_out: CudaSlice<f64>,
     front_out: CudaSlice<u64>,
-    /// Force gauges: the id ranges, the entry counter and the entries of `loads_kernel`
+    /// Force gauges: the id ranges, the entry counter and the entries of `boundary_loads_kernel`
     /// (12 words each), grown when a sample needs more.
     loads_ids: CudaSlice<u32>,
     loads_count: CudaSlice<u32>,
@@ -417,7 +417,7 @@ impl CudaBackend {
             update: f("update_kernel")?,
             gauge_sums: f("gauge_sums_kernel")?,
             front: f("front_kernel")?,
-            loads: f("loads_kernel")?,
+            boundary_loads: f("boundary_loads_kernel")?,
         };
         let stream = ctx.default_stream();
 
@@ -1293,9 +1293,9 @@ impl CudaBackend {
         Ok((v[0] != 0).then(|| f64::from_bits(v[0]) - self.whole.cell[axis] + self.whole.origin[axis]))
     }
 
-    fn try_loads(&mut self, ids: &[Range<u32>], out: &mut Vec<ParticleLoad>) -> Result<(), String> {
+    fn try_boundary_loads(&mut self, ids: &[Range<u32>], out: &mut Vec<ParticleLoad>) -> Result<(), String> {
         out.clear();
-        let what = "loads_kernel";
+        let what = "boundary_loads_kernel";
         // No more entries than owned particles, nor than ids asked for.
         let asked: usize = ids.iter().map(|r| r.len()).sum();
         let capacity = asked.min(self.own.len());
@@ -1330,11 +1330,11 @@ impl CudaBackend {
                 loads_out,
                 ..
             } = self;
-            let mut b = stream.launch_builder(&k.loads);
+            let mut b = stream.launch_builder(&k.boundary_loads);
             b.arg(&first).arg(&count).arg(&wlo).arg(&whi).arg(&nranges).arg(&*loads_ids);
             b.arg(&*pos).arg(&*vel).arg(&*cell).arg(&*info).arg(wall.as_ref().unwrap_or(dummy));
             b.arg(&*cell_start).arg(&cap).arg(loads_count).arg(loads_out);
-            // SAFETY: argument types match loads_kernel; first + count <= n; `loads_ids` holds
+            // SAFETY: argument types match boundary_loads_kernel; first + count <= n; `loads_ids` holds
             // 2 nranges words and `loads_out` 12 cap; `wall` is read only with laminar
             // viscosity, which allocates it.
             unsafe { b.launch(cfg(self.own.len())) }.map_err(|e| fail(what, e))?;
@@ -1840,7 +1840,7 @@ impl Interpolate for CudaBackend {
     }
     fn boundary_loads(&mut self, ids: &[Range<u32>], out: &mut Vec<ParticleLoad>) -> Result<(), String> {
         self.bind()?;
-        self.try_loads(ids, out)
+        self.try_boundary_loads(ids, out)
     }
 }
 
