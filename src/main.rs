@@ -8,7 +8,6 @@ use std::process::ExitCode;
 use std::time::Duration;
 use surge_core::buffers::BufferSet;
 use surge_core::case::{Diffusion, Viscosity};
-use surge_core::geometry::fill;
 use surge_core::grid::Grid;
 use surge_core::Case;
 use surge_runtime::{BackendChoice, DeviceRequest, Gpus, Observer, Progress, RunOptions};
@@ -290,9 +289,9 @@ fn cmd_check(path: &Path, common: &Common) -> Result<(), Failure> {
     let case = load(path, common)?;
     let grid =
         Grid::new(&case, case.split_axis()).map_err(|e| Failure(EXIT_BAD_INPUT, format!("{}: {e}", path.display())))?;
-    let filled = fill(&case);
-    let n = filled.len();
-    let fluid = filled.fluid_count();
+    // Counted, not built: a case too large for this host is refused below, not killed.
+    let counts = surge_core::geometry::counts(&case);
+    let (n, fluid) = (counts.total() as usize, counts.fluid as usize);
     let set = BufferSet::for_case(&case);
     let cpu_bpp = surge_cpu::bytes_per_particle(set, n, grid.cell_count());
     let gpu_bpp = surge_cuda::bytes_per_particle(set, n, grid.cell_count());
@@ -316,7 +315,15 @@ fn cmd_check(path: &Path, common: &Common) -> Result<(), Failure> {
         case.kernel,
         2.0 * case.h
     );
-    println!("c0          {:.4} m/s (Tait gamma {}, rho0 {} kg/m³)", case.c0, case.gamma, case.rho0);
+    println!("c0          {:.4} m/s (Tait gamma {}, rho0 {} kg/m³): {}", case.c0, case.gamma, case.rho0, case.c0_note);
+    if case.expected_speed > 0.0 {
+        let ratio = case.c0 / case.expected_speed;
+        println!(
+            "            {ratio:.1} x the fastest flow to expect, {:.3} m/s{}",
+            case.expected_speed,
+            if ratio < 10.0 { " (below the usual 10 x: density may vary more than 1 %)" } else { "" }
+        );
+    }
     println!("physics     viscosity {visc}, density diffusion {diff}, {:?} time stepping", case.scheme);
     println!(
         "grid        {:?} cells of {:.6} m, split along {}",
@@ -335,6 +342,27 @@ fn cmd_check(path: &Path, common: &Common) -> Result<(), Failure> {
         (cpu_bpp * n) as f64 / 1e6,
         (gpu_bpp * n) as f64 / 1e6
     );
+    let gpu = match common.backend {
+        BackendArg::Cpu => false,
+        BackendArg::Cuda => true,
+        BackendArg::Auto => surge_cuda::gpus().is_ok_and(|g| !g.is_empty()),
+    };
+    let devices = match common.request()?.gpus {
+        Gpus::List(l) if gpu => l.len(),
+        _ if gpu => 1,
+        _ => common.workers as usize,
+    };
+    let bad = |e: String| Failure(EXIT_BAD_INPUT, format!("{}: {e}", path.display()));
+    let host = surge_runtime::memory::host_memory(&case, gpu, devices, 1.0).map_err(bad)?;
+    println!(
+        "host memory {:.2} GB needed to build and run it on {}, {}",
+        host.needed as f64 / 1e9,
+        if gpu { "a GPU" } else { "the CPU" },
+        host.available.map_or("available memory unknown".into(), |a| format!("{:.2} GB available", a as f64 / 1e9))
+    );
+    if let Some(line) = surge_runtime::memory::refusal(&case, gpu, devices, 1.0).map_err(bad)? {
+        return Err(bad(line));
+    }
     // The kernels need NVRTC but no GPU: a case can be checked on a login node.
     if common.backend != BackendArg::Cpu {
         match surge_cuda::nvrtc_version() {
@@ -481,10 +509,13 @@ impl Reporter {
 
 impl Observer for Reporter {
     fn progress(&mut self, p: &Progress) {
-        let line = format!(
+        let mut line = format!(
             "t = {:.5} / {} s, step {}, dt {:.3e} s, {:.1} steps/s",
             p.time, p.end, p.step, p.dt, p.steps_per_second
         );
+        if p.removed > 0 {
+            line += &format!(", {} fluid particles left the domain", p.removed);
+        }
         if let Some(b) = &self.bar {
             b.set_position((1000.0 * p.time / p.end) as u64);
             b.set_message(line);

@@ -264,6 +264,9 @@ mod blocks {
         fn len(&self) -> usize {
             self.cpu.len()
         }
+        fn removed(&self) -> u64 {
+            self.cpu.removed()
+        }
         fn bytes_per_particle(&self) -> usize {
             self.cpu.bytes_per_particle()
         }

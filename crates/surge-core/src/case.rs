@@ -212,6 +212,11 @@ pub struct Case {
     pub gamma: f64,
     /// Speed of sound.
     pub c0: f64,
+    /// Where c0 comes from, for `surge check`.
+    pub c0_note: String,
+    /// The fastest flow to expect: a dam-break front 2 sqrt(g H) of the tallest column, the
+    /// initial and the wall velocities (the usual rule: c0 at least ten times this).
+    pub expected_speed: f64,
     /// Tait coefficient B.
     pub tait_b: f64,
     /// Background pressure.
@@ -254,6 +259,10 @@ pub struct Case {
     pub checkpoint_interval: Option<f64>,
     /// How many of the newest checkpoints to keep (at least 1).
     pub checkpoint_keep: u32,
+    /// What happens to a fluid particle that leaves the domain.
+    pub on_exit: OnExit,
+    /// The share of the initial fluid that may leave before the run stops.
+    pub max_removed: f64,
     /// The axis cut into slices between devices.
     pub split: usize,
     /// Load balancing between devices.
@@ -384,13 +393,13 @@ impl Case {
     /// Check a parsed case file.
     pub fn from_raw(f: CaseFile, file: &str, default_name: &str) -> Result<Case, CaseError> {
         let pre = Checker { file, dim: 0 };
-        let dim = match (&f.domain, f.fluid.first()) {
-            (Some(d), _) => d.min.len(),
+        let dim = match (f.domain.as_ref().and_then(|d| d.min.as_ref()), f.fluid.first()) {
+            (Some(min), _) => min.len(),
             (None, Some(b)) => b.min.len(),
             (None, None) => return Err(pre.err("fluid", "nothing to simulate: the case has no [[fluid]] box")),
         };
         if dim != 2 && dim != 3 {
-            let field = if f.domain.is_some() { "domain.min" } else { "fluid[0].min" };
+            let field = if f.domain.as_ref().is_some_and(|d| d.min.is_some()) { "domain.min" } else { "fluid[0].min" };
             return Err(pre.err(field, format!("expected 2 or 3 numbers (this sets the dimension), found {dim}")));
         }
         let c = Checker { file, dim };
@@ -510,31 +519,64 @@ impl Case {
             if ph.body_force.is_empty() { [0.0; 3] } else { c.vec("physics.body_force", &ph.body_force, dim)? };
         let gamma = c.positive("physics.eos.gamma", ph.eos.gamma)?;
         let g_mag = body_force.iter().map(|x| x * x).sum::<f64>().sqrt();
-        let c0 = match (ph.eos.c0, ph.eos.c0_coef) {
+        // The tallest fluid column along the body force, and the fastest flow to expect: a
+        // dam-break front runs at 2 sqrt(g H) (Ritter's solution), and the initial and wall
+        // velocities. The default c0 is ten times that (density varies about 1 %); with
+        // 2 sqrt(g H) it is DualSPHysics' default of 20 sqrt(g H).
+        let column = if g_mag > 0.0 {
+            let up: Vec<f64> = body_force.iter().map(|x| -x / g_mag).collect();
+            let height = |p: [f64; 3]| (0..3).map(|a| p[a] * up[a]).sum::<f64>();
+            let corners = fluid.iter().flat_map(|b| {
+                (0..8).map(move |k| {
+                    [
+                        if k & 1 == 0 { b.min[0] } else { b.max[0] },
+                        if k & 2 == 0 { b.min[1] } else { b.max[1] },
+                        if k & 4 == 0 { b.min[2] } else { b.max[2] },
+                    ]
+                })
+            });
+            let (lo, hi) =
+                corners.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), p| (lo.min(height(p)), hi.max(height(p))));
+            hi - lo
+        } else {
+            0.0
+        };
+        let norm = |v: &[f64; 3]| v.iter().map(|x| x * x).sum::<f64>().sqrt();
+        let initial_speed = match &f.initial_velocity {
+            None => 0.0,
+            Some(InitialVelocity::Constant { value }) => norm(&c.vec("initial_velocity.value", value, dim)?),
+            Some(InitialVelocity::TaylorGreen { u0 }) => u0.abs(),
+        };
+        let front = 2.0 * (g_mag * column).sqrt();
+        let expected_speed = walls.iter().map(|w| norm(&w.velocity)).fold(front.max(initial_speed), f64::max);
+        let (c0, c0_note) = match (ph.eos.c0, ph.eos.c0_coef) {
             (Some(_), Some(_)) => return Err(c.err("physics.eos", "give either c0 or c0_coef, not both")),
-            (Some(c0), None) => c.positive("physics.eos.c0", c0)?,
-            (None, coef) => {
-                let coef = c.positive("physics.eos.c0_coef", coef.unwrap_or(10.0))?;
+            (Some(c0), None) => (c.positive("physics.eos.c0", c0)?, "given (physics.eos.c0)".to_string()),
+            (None, Some(coef)) => {
+                let coef = c.positive("physics.eos.c0_coef", coef)?;
                 if g_mag == 0.0 {
                     return Err(c.err(
                         "physics.eos.c0",
                         "without a body force the speed of sound cannot follow from c0_coef: give c0",
                     ));
                 }
-                let up: Vec<f64> = body_force.iter().map(|x| -x / g_mag).collect();
-                let height = |p: [f64; 3]| (0..3).map(|a| p[a] * up[a]).sum::<f64>();
-                let corners = fluid.iter().flat_map(|b| {
-                    (0..8).map(move |k| {
-                        [
-                            if k & 1 == 0 { b.min[0] } else { b.max[0] },
-                            if k & 2 == 0 { b.min[1] } else { b.max[1] },
-                            if k & 4 == 0 { b.min[2] } else { b.max[2] },
-                        ]
-                    })
-                });
-                let (lo, hi) = corners
-                    .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), p| (lo.min(height(p)), hi.max(height(p))));
-                coef * (g_mag * (hi - lo)).sqrt()
+                (coef * (g_mag * column).sqrt(), format!("{coef} sqrt(g H), H = {column} m (physics.eos.c0_coef)"))
+            }
+            (None, None) => {
+                if expected_speed <= 0.0 {
+                    return Err(c.err(
+                        "physics.eos.c0",
+                        "nothing in the case moves the fluid (no body force, initial or wall velocity): give c0",
+                    ));
+                }
+                let why = if expected_speed == front {
+                    format!("the dam-break front 2 sqrt(g H), H = {column} m")
+                } else if expected_speed == initial_speed {
+                    "the initial velocity".to_string()
+                } else {
+                    "a wall's velocity".to_string()
+                };
+                (10.0 * expected_speed, format!("10 x the fastest expected flow, {expected_speed:.4} m/s ({why})"))
             }
         };
         let background_pressure = ph.eos.background_pressure;
@@ -614,9 +656,28 @@ impl Case {
                 },
             );
         let mut periodic = [false; 3];
-        let domain = match &f.domain {
-            Some(d) => {
-                let b = Aabb { min: c.vec("domain.min", &d.min, dim)?, max: c.vec("domain.max", &d.max, dim)? };
+        let corners = match &f.domain {
+            Some(d) => match (&d.min, &d.max) {
+                (Some(min), Some(max)) => Some((d, min, max)),
+                (None, None) if d.periodic.is_empty() => None,
+                (None, None) => {
+                    return Err(c.err("domain.periodic", "periodic axes need the domain's min and max (the period)"))
+                }
+                (Some(_), None) => return Err(c.err("domain.max", "give both domain.min and domain.max, or neither")),
+                (None, Some(_)) => return Err(c.err("domain.min", "give both domain.min and domain.max, or neither")),
+            },
+            None => None,
+        };
+        let (on_exit, max_removed) = match &f.domain {
+            Some(d) => (d.on_exit, d.max_removed),
+            None => (OnExit::Remove, 0.05),
+        };
+        if !(0.0..=1.0).contains(&max_removed) {
+            return Err(c.err("domain.max_removed", format!("expected a share between 0 and 1, found {max_removed}")));
+        }
+        let domain = match corners {
+            Some((d, min, max)) => {
+                let b = Aabb { min: c.vec("domain.min", min, dim)?, max: c.vec("domain.max", max, dim)? };
                 for a in 0..dim {
                     if b.max[a] <= b.min[a] {
                         return Err(c.err("domain.max", format!("must be above domain.min along {}", AXES[a])));
@@ -663,10 +724,13 @@ impl Case {
         for (i, g) in f.gauge.iter().enumerate() {
             let field = format!("gauge[{i}]");
             let n = g.name();
-            if n.is_empty() || n.contains([',', '"', '\n']) || n == "time" {
+            if n.is_empty() || n.contains([',', '"', '\n']) || n == "time" || n == "removed" {
                 return Err(c.err(
                     format!("{field}.name"),
-                    format!("`{n}` must be non-empty, without commas or quotes, and not `time`"),
+                    format!(
+                        "`{n}` must be non-empty, without commas or quotes, and not `time` or `removed` (columns of \
+                         gauges.csv)"
+                    ),
                 ));
             }
             if gauges.iter().any(|o: &Gauge| o.name() == n) {
@@ -783,6 +847,8 @@ impl Case {
             kernel: ph.kernel,
             gamma,
             c0,
+            c0_note,
+            expected_speed,
             tait_b: tait_b(c0, rho0, gamma),
             background_pressure,
             viscosity,
@@ -813,6 +879,8 @@ impl Case {
             initial,
             checkpoint_interval,
             checkpoint_keep: f.checkpoint.keep,
+            on_exit,
+            max_removed,
             split,
             balance: Balance { enabled: dc.balance, every: dc.balance_every, threshold: dc.balance_threshold },
         })
@@ -826,7 +894,9 @@ impl Case {
     ///
     /// Left out, because a restart may change them: the name, `time.end`, `time.cfl` and
     /// `time.dt_max` (e.g. a smaller CFL after an instability; the continuation is then no
-    /// longer bitwise the uninterrupted run), output, gauges and checkpoint settings.
+    /// longer bitwise the uninterrupted run), output, gauges and checkpoint settings, and
+    /// what happens to particles that leave the domain (removal or a stop: the particles that
+    /// stay move alike either way).
     ///
     /// Every field is named below, so a new field does not compile until it is put on one
     /// side or the other.
@@ -845,6 +915,8 @@ impl Case {
             kernel,
             gamma,
             c0,
+            c0_note: _,
+            expected_speed: _,
             tait_b,
             background_pressure,
             viscosity,
@@ -866,6 +938,8 @@ impl Case {
             initial,
             checkpoint_interval: _,
             checkpoint_keep: _,
+            on_exit: _,
+            max_removed: _,
             split: _,
             balance: _,
         } = self;

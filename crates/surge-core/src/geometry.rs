@@ -1,7 +1,7 @@
 //! Fill the case's boxes with particles on the dp lattice.
 
 use crate::buffers::Kind;
-use crate::case::{Aabb, Case, Initial, Solid, Wall};
+use crate::case::{Aabb, Case, Initial, Solid};
 use crate::decomp::SliceMap;
 use crate::grid::Grid;
 use crate::physics::constants::Constants;
@@ -80,43 +80,22 @@ impl Filled {
     }
 }
 
-/// How many lattice points fit along one axis (at least one).
-fn lattice_count(min: f64, max: f64, dp: f64) -> usize {
-    ((max - min) / dp + 1e-6).floor().max(1.0) as usize
-}
-
 /// Lattice coordinates along one axis: `min + (i + 1/2) dp` for the particles that fit.
 fn lattice(min: f64, max: f64, dp: f64) -> impl Iterator<Item = f64> {
-    (0..lattice_count(min, max, dp)).map(move |i| min + (i as f64 + 0.5) * dp)
+    let n = ((max - min) / dp + 1e-6).floor().max(1.0) as usize;
+    (0..n).map(move |i| min + (i as f64 + 0.5) * dp)
 }
 
-/// Particles [`fill`] puts in a box (fluid or obstacle).
-fn box_count(b: &Aabb, dim: usize, dp: f64) -> usize {
-    (0..dim).map(|a| lattice_count(b.min[a], b.max[a], dp)).product()
-}
-
-/// Particles [`fill`] puts in a wall's layers: its lattice grown by the layers of its faces,
-/// less the enclosed lattice.
-fn wall_count(w: &Wall, dim: usize, dp: f64) -> usize {
-    let inner = |a: usize| lattice_count(w.inner.min[a], w.inner.max[a], dp);
-    let grown = |a: usize| inner(a) + w.layers as usize * w.faces[a].iter().filter(|f| **f).count();
-    (0..dim).map(grown).product::<usize>() - (0..dim).map(inner).product::<usize>()
-}
-
-/// The global ids of a solid's particles, as [`fill`] numbers them (fluid boxes, then walls,
-/// then obstacles, each in case order), counted without filling: each solid is one range.
+/// The global ids of a solid's particles as [`fill`] numbers them (fluid boxes, then each
+/// wall, then each obstacle, in case order; [`counts`]): each solid is one range, found
+/// without filling.
 pub fn solid_ids(case: &Case, solid: Solid) -> Range<u32> {
-    let (dim, dp) = (case.dim, case.dp);
-    let mut start: usize = case.fluid.iter().map(|b| box_count(b, dim, dp)).sum();
-    let (before, len) = match solid {
-        Solid::Wall(k) => (&case.walls[..k], wall_count(&case.walls[k], dim, dp)),
-        Solid::Obstacle(k) => {
-            start += case.walls.iter().map(|w| wall_count(w, dim, dp)).sum::<usize>();
-            start += case.obstacles[..k].iter().map(|b| box_count(b, dim, dp)).sum::<usize>();
-            (&[][..], box_count(&case.obstacles[k], dim, dp))
-        }
+    let c = counts(case);
+    let walls: u64 = c.walls.iter().sum();
+    let (start, len) = match solid {
+        Solid::Wall(k) => (c.fluid + c.walls[..k].iter().sum::<u64>(), c.walls[k]),
+        Solid::Obstacle(k) => (c.fluid + walls + c.obstacles[..k].iter().sum::<u64>(), c.obstacles[k]),
     };
-    start += before.iter().map(|w| wall_count(w, dim, dp)).sum::<usize>();
     start as u32..(start + len) as u32
 }
 
@@ -129,6 +108,53 @@ fn for_each_point(b: &Aabb, dim: usize, dp: f64, mut f: impl FnMut([f64; 3])) {
                 f([x, y, z]);
             }
         }
+    }
+}
+
+/// Particles that [`fill`] makes, counted without making them (a case's size before it is
+/// built: memory checks, the share of fluid that left). Ids follow this order too: fluid
+/// boxes, then each wall, then each obstacle.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Fluid particles.
+    pub fluid: u64,
+    /// Boundary particles of each wall.
+    pub walls: Vec<u64>,
+    /// Boundary particles of each obstacle.
+    pub obstacles: Vec<u64>,
+}
+
+impl Counts {
+    /// Every particle.
+    pub fn total(&self) -> u64 {
+        self.fluid + self.walls.iter().sum::<u64>() + self.obstacles.iter().sum::<u64>()
+    }
+}
+
+/// Lattice points of a box (the count [`for_each_point`] visits).
+fn box_count(b: &Aabb, dim: usize, dp: f64) -> u64 {
+    (0..dim).map(|a| lattice(b.min[a], b.max[a], dp).count() as u64).product()
+}
+
+/// Count what [`fill`] would make: a wall is the lattice of its outer box less that of its
+/// enclosed box, axis by axis as the fill walks them.
+pub fn counts(case: &Case) -> Counts {
+    let (dim, dp) = (case.dim, case.dp);
+    let walls = case
+        .walls
+        .iter()
+        .map(|w| {
+            let inner: Vec<u64> =
+                (0..dim).map(|a| lattice(w.inner.min[a], w.inner.max[a], dp).count() as u64).collect();
+            let outer: u64 =
+                (0..dim).map(|a| inner[a] + w.layers as u64 * (w.faces[a][0] as u64 + w.faces[a][1] as u64)).product();
+            outer - inner.iter().product::<u64>()
+        })
+        .collect();
+    Counts {
+        fluid: case.fluid.iter().map(|b| box_count(b, dim, dp)).sum(),
+        walls,
+        obstacles: case.obstacles.iter().map(|b| box_count(b, dim, dp)).collect(),
     }
 }
 
@@ -265,6 +291,36 @@ fn initial_state(case: &Case, c: &Constants, b: &Aabb, x: [f64; 3]) -> ([f64; 3]
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::buffers::Kind;
+
+    /// The counts agree with the fill, object by object, for walls with some faces open.
+    #[test]
+    fn counts_match_the_fill() {
+        for text in [
+            r#"dp = 0.1
+               time = { end = 1.0 }
+               physics = { body_force = [0.0, -9.81] }
+               fluid = [{ min = [0.0, 0.0], max = [1.0, 0.55] }]
+               wall = [{ min = [0.0, 0.0], max = [2.0, 1.3], faces = ["x-", "x+", "y-"] }]
+               obstacle = [{ min = [1.5, 0.0], max = [1.7, 0.33] }]"#,
+            r#"dp = 0.05
+               time = { end = 1.0 }
+               physics = { body_force = [0.0, 0.0, -9.81] }
+               fluid = [{ min = [0.0, 0.0, 0.0], max = [0.5, 0.3, 0.2] }]
+               wall = [{ min = [0.0, 0.0, 0.0], max = [1.0, 0.3, 0.4], faces = ["x-", "x+", "y-", "y+", "z-"] },
+                       { min = [0.2, 0.1, 0.3], max = [0.3, 0.2, 0.35], layers = 1 }]
+               obstacle = [{ min = [0.7, 0.1, 0.0], max = [0.8, 0.2, 0.1] }]"#,
+        ] {
+            let case = Case::from_str(text, &[]).unwrap_or_else(|e| panic!("{e}"));
+            let f = fill(&case);
+            let c = counts(&case);
+            assert_eq!(c.fluid as usize, f.fluid_count());
+            assert_eq!(c.total() as usize, f.len());
+            let boundary = f.kind.iter().filter(|&&k| k == Kind::Boundary).count() as u64;
+            assert_eq!(c.walls.iter().sum::<u64>() + c.obstacles.iter().sum::<u64>(), boundary);
+            assert_eq!(c.obstacles.len(), case.obstacles.len());
+        }
+    }
 
     /// Every solid's id range, counted without filling, holds exactly that solid's particles.
     #[test]

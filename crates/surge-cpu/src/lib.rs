@@ -14,7 +14,7 @@ use std::sync::Arc;
 use surge_core::backend::{Backend, Failure, ForceStats, Part, Snapshot, Update, UpdateStats};
 use surge_core::buffers::{self, BufferSet, Kind, ParticleArrays, ParticleState};
 use surge_core::case::{Case, Shifting};
-use surge_core::config::KernelKind;
+use surge_core::config::{KernelKind, OnExit};
 use surge_core::decomp::{Side, SliceMap};
 use surge_core::gauge::{Interpolate, ParticleLoad};
 use surge_core::geometry::Filled;
@@ -53,6 +53,8 @@ pub struct CpuBackend {
     edges: [Range<usize>; 2],
     /// Largest values of the force pass so far.
     pass: ForceStats,
+    /// Fluid particles dropped since the start because they left the domain.
+    removed: u64,
 }
 
 impl CpuBackend {
@@ -100,6 +102,7 @@ impl CpuBackend {
             own: 0..n,
             edges: [0..0, 0..0],
             pass: ForceStats::default(),
+            removed: 0,
         };
         be.solo_rebuild(&map, true).map_err(|f| f.to_string())?;
         Ok(be)
@@ -176,6 +179,10 @@ impl Backend for CpuBackend {
         self.own.len()
     }
 
+    fn removed(&self) -> u64 {
+        self.removed
+    }
+
     fn bytes_per_particle(&self) -> usize {
         bytes_per_particle(self.buffers, self.a.len(), self.grid.cell_count())
     }
@@ -192,19 +199,27 @@ impl Backend for CpuBackend {
         out: &mut [ParticleState; 2],
     ) -> Result<(), Failure> {
         let own = self.own.clone();
+        let mut leaving = Vec::new();
         if rekey {
+            let remove = self.case.on_exit == OnExit::Remove;
             let CpuBackend { whole, a, pool, .. } = self;
-            pool.install(|| sort::rekey(whole, a, own.clone())).map_err(Failure::Particle)?;
+            leaving = pool.install(|| sort::rekey(whole, a, own.clone(), remove)).map_err(Failure::Particle)?;
+            self.removed += leaving.len() as u64;
         }
-        // No copies held and no neighbour: every particle stays where it is (a device alone).
+        // No copies held, no neighbour and nothing removed: every particle stays where it is
+        // (a device alone).
         let everything = own == (0..self.a.len());
-        if !(everything && map.devices() == 1) {
+        if !(everything && map.devices() == 1 && leaving.is_empty()) {
             let axis = self.whole.split_axis();
             let (lo, hi) = map.window(me);
             let windows = Side::BOTH.map(|s| map.neighbour(me, s).map(|d| map.window(d)));
             let mut keep = Vec::with_capacity(own.len());
             let mut send = [Vec::new(), Vec::new()];
+            let mut leaving = leaving.iter().peekable();
             for i in own.clone() {
+                if leaving.next_if(|&&r| r as usize == i).is_some() {
+                    continue;
+                }
                 let l = self.a.cell[i][axis];
                 if l >= lo && l < hi {
                     keep.push(i as u32);

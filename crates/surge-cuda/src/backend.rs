@@ -19,6 +19,7 @@ use surge_core::backend::{
 };
 use surge_core::buffers::{self, BufferId, BufferSet, ParticleState};
 use surge_core::case::{Case, Gauge};
+use surge_core::config::OnExit;
 use surge_core::decomp::{Side, SliceMap};
 use surge_core::gauge::{height_intervals, Interpolate, ParticleLoad};
 use surge_core::geometry::Filled;
@@ -51,6 +52,8 @@ const SCAN_BLOCK: usize = 1024;
 const STATS_INIT: [u32; 8] = [0, 0, 0, 0, u32::MAX, 0, 0, 0];
 /// Index of the lowest failed id in the stats words (STAT_BAD_ID in step.cu).
 const STAT_BAD_ID: usize = 4;
+/// Index of the count of particles a rekey removed (STAT_REMOVED in step.cu).
+const STAT_REMOVED: usize = 6;
 
 /// Particles the per-particle buffers have room for when `n` are held: 30 % headroom plus
 /// 1024, so migration and copies rarely make a rebuild grow them.
@@ -105,6 +108,8 @@ struct ScanLevel {
 pub struct CudaBackend {
     /// The case.
     case: Arc<Case>,
+    /// Fluid particles dropped since the start because they left the domain.
+    removed: u64,
     /// The case's constants (density and pressure for snapshots).
     consts: Constants,
     /// The whole grid.
@@ -493,6 +498,7 @@ impl CudaBackend {
             key: zeros(cap, "keys")?,
             perm: zeros(cap, "permutation")?,
             dropping: None,
+            removed: 0,
             cell_start: zeros(bins + 2, "cell starts")?,
             scan: scan_levels(&stream, bins + 2)?,
             stats: up(&STATS_INIT, 0, "stats")?,
@@ -657,11 +663,14 @@ impl CudaBackend {
     fn classify(&mut self, map: &SliceMap, me: usize, rekey: bool) -> Result<(usize, usize, usize), Failure> {
         let own = self.own.clone();
         let (first, count) = (own.start as i32, own.len() as i32);
+        let mut removed = 0;
         if rekey && count > 0 {
             self.reset_stats()?;
             {
+                let remove = (self.case.on_exit == OnExit::Remove) as i32;
                 let mut b = self.stream.launch_builder(&self.k.rekey);
-                b.arg(&first).arg(&count).arg(&mut self.cell).arg(&mut self.pos).arg(&self.info).arg(&mut self.stats);
+                b.arg(&first).arg(&count).arg(&remove);
+                b.arg(&mut self.cell).arg(&mut self.pos).arg(&self.info).arg(&mut self.stats);
                 // SAFETY: argument types match rekey_kernel; first + count <= n.
                 unsafe { b.launch(cfg(own.len())) }.map_err(|e| fail("rekey_kernel", e))?;
             }
@@ -669,10 +678,13 @@ impl CudaBackend {
             if s[STAT_BAD_ID] != u32::MAX {
                 return Err(Failure::Particle(self.bad_particle(s[STAT_BAD_ID], None)?));
             }
+            removed = s[STAT_REMOVED] as usize;
+            self.removed += removed as u64;
         }
-        // A device alone keeps every particle where it is (its window is the whole grid).
+        // A device alone keeps every particle where it is (its window is the whole grid) but
+        // those removed, which the sort drops.
         if map.devices() == 1 && own == (0..self.n) {
-            return Ok((own.len(), 0, 0));
+            return Ok((own.len() - removed, 0, 0));
         }
         let (lo, hi) = map.window(me);
         let window = |s: Side| map.neighbour(me, s).map_or((0, 0), |d| map.window(d));
@@ -1450,6 +1462,10 @@ impl Backend for CudaBackend {
 
     fn len(&self) -> usize {
         self.own.len()
+    }
+
+    fn removed(&self) -> u64 {
+        self.removed
     }
 
     fn bytes_per_particle(&self) -> usize {
