@@ -168,7 +168,7 @@ fn a_submerged_box_feels_the_buoyancy() {
 /// 0.3 s of settling, then averaged over 5 samples 0.05 s apart): the fluid's force on the
 /// box is its weight, straight down, within 2 % (coarse, and still sloshing a little), and
 /// by symmetry the horizontal forces and the moments about the box's centre vanish (within
-/// 0.5 % of the weight, times 0.5 m for the moments). Measured: weight +0.08 %, the others
+/// 0.5 % of the weight, times 0.5 m for the moments). Measured: weight +0.02 %, the others
 /// below 1e-6 of their bound's scale.
 #[test]
 fn a_3d_tank_carries_the_weight_of_its_water() {
