@@ -471,3 +471,5 @@ extern "C" __global__ void front_kernel(int first, int count, int axis, double b
     const double v = x[axis] + cs[axis];
     if (v > 0.0) atomicMax(out, (unsigned long long)__double_as_longlong(v));
 }
+
+#include "loads.cu"

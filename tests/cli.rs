@@ -58,6 +58,7 @@ const BROKEN: &[(&str, &[&str])] = &[
     ("unknown_face.toml", &["field `wall[0].faces`", "unknown face `bottom`", "x-, x+, y-, y+"]),
     ("unknown_gauge_kind.toml", &["field `gauge[0].kind`", "`velocity`", "`pressure`"]),
     ("duplicate_gauge_name.toml", &["field `gauge[1].name`", "already named `p`"]),
+    ("force_gauge_unknown_solid.toml", &["field `gauge[0].on`", "`obstacle.7` names no solid", "obstacle.0"]),
     ("invalid_syntax.toml", &["not valid TOML", "unclosed table", "line 7"]),
     ("duplicate_key.toml", &["not valid TOML", "duplicate key", "line 6"]),
     ("negative_checkpoint_interval.toml", &["field `checkpoint.interval`", "positive", "-0.05"]),
@@ -288,8 +289,8 @@ fn run_every_config_briefly() {
         if !case.gauges.is_empty() {
             let text = fs::read_to_string(dir.join("gauges.csv")).expect("gauges.csv");
             let mut lines = text.lines();
-            let names: Vec<&str> = case.gauges.iter().map(|g| g.name()).collect();
-            // The gauges, then the count of fluid particles removed so far.
+            let names = surge_core::gauge::columns(&case);
+            // The gauges' columns, then the count of fluid particles removed so far.
             assert_eq!(lines.next(), Some(format!("time,{},removed", names.join(",")).as_str()), "{name}: {text}");
             let rows: Vec<&str> = lines.collect();
             assert!(rows.len() >= 2, "{name}: expected at least 2 gauge rows\n{text}\n{ctx}");

@@ -101,6 +101,15 @@ impl Wall {
     }
 }
 
+/// A solid the fluid exerts loads on: a wall or an obstacle, by its index in the case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Solid {
+    /// `walls[i]`.
+    Wall(usize),
+    /// `obstacles[i]`.
+    Obstacle(usize),
+}
+
 /// A resolved gauge.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Gauge {
@@ -127,13 +136,39 @@ pub enum Gauge {
         /// Height limit (vertical = last axis); infinite when not given.
         below: f64,
     },
+    /// Force and moment of the fluid on a solid.
+    Force {
+        /// Column name prefix.
+        name: String,
+        /// The solid.
+        solid: Solid,
+        /// The point the moment is taken about.
+        about: [f64; 3],
+    },
 }
 
 impl Gauge {
-    /// Column name.
+    /// The gauge's name (a force gauge's columns add a suffix to it: [`Gauge::columns`]).
     pub fn name(&self) -> &str {
         match self {
-            Gauge::Pressure { name, .. } | Gauge::WaterHeight { name, .. } | Gauge::Front { name, .. } => name,
+            Gauge::Pressure { name, .. }
+            | Gauge::WaterHeight { name, .. }
+            | Gauge::Front { name, .. }
+            | Gauge::Force { name, .. } => name,
+        }
+    }
+
+    /// The `gauges.csv` columns of this gauge in a `dim`-D case, in the order
+    /// [`crate::gauge::evaluate`] gives its values: the name alone, or for a force gauge
+    /// `NAME.fx`, `NAME.fy`[, `NAME.fz`] and the moment (`NAME.mx`, `NAME.my`, `NAME.mz` in 3D,
+    /// `NAME.mz` in 2D).
+    pub fn columns(&self, dim: usize) -> Vec<String> {
+        match self {
+            Gauge::Force { name, .. } => {
+                let parts: &[&str] = if dim == 3 { &["fx", "fy", "fz", "mx", "my", "mz"] } else { &["fx", "fy", "mz"] };
+                parts.iter().map(|p| format!("{name}.{p}")).collect()
+            }
+            g => vec![g.name().to_string()],
         }
     }
 }
@@ -317,6 +352,31 @@ impl Checker<'_> {
 
 const AXES: [&str; 3] = ["x", "y", "z"];
 
+/// `wall.N` or `obstacle.N`.
+fn parse_solid(on: &str) -> Option<Solid> {
+    let (kind, index) = on.split_once('.')?;
+    let index: usize = index.parse().ok()?;
+    match kind {
+        "wall" => Some(Solid::Wall(index)),
+        "obstacle" => Some(Solid::Obstacle(index)),
+        _ => None,
+    }
+}
+
+/// The solid a force gauge's `on` names, by index or by name; `None` when there is none.
+fn find_solid(f: &CaseFile, on: &str) -> Option<Solid> {
+    match parse_solid(on) {
+        Some(Solid::Wall(k)) => (k < f.wall.len()).then_some(Solid::Wall(k)),
+        Some(Solid::Obstacle(k)) => (k < f.obstacle.len()).then_some(Solid::Obstacle(k)),
+        None => f
+            .wall
+            .iter()
+            .position(|w| w.name.as_deref() == Some(on))
+            .map(Solid::Wall)
+            .or_else(|| f.obstacle.iter().position(|o| o.name.as_deref() == Some(on)).map(Solid::Obstacle)),
+    }
+}
+
 impl Case {
     /// Load, override and check a case file.
     pub fn from_file(path: &Path, overrides: &[String]) -> Result<Case, CaseError> {
@@ -404,6 +464,26 @@ impl Case {
                 None => [0.0; 3],
             };
             walls.push(Wall { inner, faces, layers, velocity });
+        }
+        // Solid names, for force gauges: unique, and never read as `wall.N` or `obstacle.N`.
+        let mut named: Vec<(&str, String)> = Vec::new();
+        let walls_named = f.wall.iter().enumerate().map(|(k, w)| (&w.name, format!("wall[{k}]")));
+        let obstacles_named = f.obstacle.iter().enumerate().map(|(k, o)| (&o.name, format!("obstacle[{k}]")));
+        for (n, solid) in walls_named.chain(obstacles_named) {
+            let Some(n) = n else { continue };
+            let field = format!("{solid}.name");
+            if n.is_empty() || n.contains([',', '"', '\n']) || parse_solid(n).is_some() {
+                return Err(c.err(
+                    field,
+                    format!(
+                        "`{n}` must be non-empty, without commas or quotes, and not of the form wall.N or obstacle.N"
+                    ),
+                ));
+            }
+            if let Some((_, first)) = named.iter().find(|(o, _)| *o == n.as_str()) {
+                return Err(c.err(field, format!("{first} is already named `{n}`")));
+            }
+            named.push((n.as_str(), solid));
         }
         let obstacles = f
             .obstacle
@@ -672,7 +752,41 @@ impl Case {
                     }
                     Gauge::Front { name: name.clone(), axis: axis.index(), below: below.unwrap_or(f64::INFINITY) }
                 }
+                GaugeSpec::Force { name, on, about } => {
+                    let solid = find_solid(&f, on).ok_or_else(|| {
+                        let mut known: Vec<String> = (0..walls.len()).map(|k| format!("wall.{k}")).collect();
+                        known.extend((0..obstacles.len()).map(|k| format!("obstacle.{k}")));
+                        known.extend(
+                            f.wall
+                                .iter()
+                                .filter_map(|w| w.name.clone())
+                                .chain(f.obstacle.iter().filter_map(|o| o.name.clone())),
+                        );
+                        let known = if known.is_empty() {
+                            "the case has no wall or obstacle".to_string()
+                        } else {
+                            format!("expected one of {}", known.join(", "))
+                        };
+                        c.err(format!("{field}.on"), format!("`{on}` names no solid: {known}"))
+                    })?;
+                    let b = match solid {
+                        Solid::Wall(k) => walls[k].inner,
+                        Solid::Obstacle(k) => obstacles[k],
+                    };
+                    let about = match about {
+                        Some(p) => c.vec(&format!("{field}.about"), p, dim)?,
+                        None => std::array::from_fn(|a| 0.5 * (b.min[a] + b.max[a])),
+                    };
+                    Gauge::Force { name: name.clone(), solid, about }
+                }
             });
+            let columns: Vec<String> = gauges.iter().flat_map(|g| g.columns(dim)).collect();
+            let last = gauges.last().map_or(0, |g| g.columns(dim).len());
+            if let Some(dup) =
+                columns[columns.len() - last..].iter().find(|n| columns[..columns.len() - last].contains(n))
+            {
+                return Err(c.err(format!("{field}.name"), format!("the column `{dup}` is already another gauge's")));
+            }
         }
 
         let checkpoint_interval = match f.checkpoint.interval {
@@ -972,6 +1086,43 @@ mod tests {
             assert_ne!(hash(&[other]), base, "--set {other} must change the case hash");
         }
         assert_ne!(hash(&[r#"time.scheme="verlet""#]), hash(&[r#"time.scheme="verlet""#, "time.verlet_euler_every=7"]));
+    }
+
+    #[test]
+    fn force_gauges_name_their_solid_by_index_or_name() {
+        let base = [
+            "obstacle=[{min=[1.2, 0.0], max=[1.4, 0.2], name=\"pier\"}]",
+            "gauge=[{kind=\"force\", name=\"f\", on=\"pier\"}, {kind=\"force\", name=\"w\", on=\"wall.0\", about=[0.0, 0.0]}]",
+        ];
+        let c = Case::from_str(CASE, &base.map(String::from)).unwrap_or_else(|e| panic!("{e}"));
+        let f = Gauge::Force { name: "f".into(), solid: Solid::Obstacle(0), about: [1.3, 0.1, 0.0] };
+        let w = Gauge::Force { name: "w".into(), solid: Solid::Wall(0), about: [0.0; 3] };
+        match &c.gauges[..] {
+            [Gauge::Force { name, solid, about }, second] => {
+                assert_eq!((name.as_str(), *solid), ("f", Solid::Obstacle(0)));
+                assert!((0..3).all(|a| (about[a] - [1.3, 0.1, 0.0][a]).abs() < 1e-12), "{about:?}");
+                assert_eq!(second, &w);
+            }
+            other => panic!("{other:?} is not {f:?}, {w:?}"),
+        }
+        assert_eq!(crate::gauge::columns(&c), ["f.fx", "f.fy", "f.mz", "w.fx", "w.fy", "w.mz"]);
+        for (sets, want) in [
+            (
+                vec!["gauge=[{kind=\"force\", name=\"f\", on=\"obstacle.1\"}]"],
+                "field `gauge[0].on`: `obstacle.1` names no solid: expected one of wall.0, obstacle.0, pier",
+            ),
+            (vec!["gauge=[{kind=\"force\", name=\"f\", on=\"pie\"}]"], "`pie` names no solid"),
+            (vec!["wall.0.name=\"pier\""], "field `obstacle[0].name`: wall[0] is already named `pier`"),
+            (vec!["wall.0.name=\"obstacle.3\""], "field `wall[0].name`: `obstacle.3` must be"),
+            (
+                vec!["gauge=[{kind=\"force\", name=\"f\", on=\"pier\"}, {kind=\"pressure\", name=\"f.fy\", point=[0.1, 0.1]}]"],
+                "field `gauge[1].name`: the column `f.fy` is already another gauge's",
+            ),
+        ] {
+            let o: Vec<String> = [base[0]].into_iter().chain(sets.iter().copied()).map(String::from).collect();
+            let e = Case::from_str(CASE, &o).unwrap_err().to_string();
+            assert!(e.contains(want), "{o:?}: {e}");
+        }
     }
 
     #[test]

@@ -468,6 +468,8 @@ pub struct WallBox {
     pub layers: Option<u32>,
     /// Constant velocity of the wall (a moving lid or plate); default at rest.
     pub velocity: Option<Vec<f64>>,
+    /// A name a force gauge can use (`on = "NAME"`) besides `wall.INDEX`.
+    pub name: Option<String>,
 }
 
 /// A solid box of boundary particles (filled on the dp lattice).
@@ -478,9 +480,11 @@ pub struct ObstacleBox {
     pub min: Vec<f64>,
     /// Upper corner.
     pub max: Vec<f64>,
+    /// A name a force gauge can use (`on = "NAME"`) besides `obstacle.INDEX`.
+    pub name: Option<String>,
 }
 
-/// A gauge: one column of `gauges.csv`.
+/// A gauge: one column of `gauges.csv` (a force gauge: one per component).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum GaugeSpec {
@@ -492,8 +496,9 @@ pub enum GaugeSpec {
         /// The point.
         point: Vec<f64>,
     },
-    /// Water height along the vertical line (last axis) through `at` (x in 2D, x,y in 3D):
-    /// the highest point where the interpolated fluid fraction is at least 1/2.
+    /// Water height along the vertical line (last axis) through `at` (x in 2D, x,y in 3D),
+    /// as a wire gauge reads it: the integral of the interpolated fluid fraction along the
+    /// line from the domain bottom to its top (0 when dry).
     WaterHeight {
         /// Column name.
         name: String,
@@ -510,15 +515,26 @@ pub enum GaugeSpec {
         /// Only fluid under this height counts.
         below: Option<f64>,
     },
+    /// Force and moment the fluid exerts on a wall or an obstacle: columns `NAME.fx`,
+    /// `NAME.fy` (`NAME.fz`), then `NAME.mx`, `NAME.my`, `NAME.mz` in 3D or `NAME.mz` in 2D.
+    Force {
+        /// Column name prefix.
+        name: String,
+        /// The solid: `wall.INDEX`, `obstacle.INDEX` (from 0, in file order) or its `name`.
+        on: String,
+        /// The point the moment is taken about; default the centre of the solid's min/max box.
+        about: Option<Vec<f64>>,
+    },
 }
 
 impl GaugeSpec {
     /// The column name.
     pub fn name(&self) -> &str {
         match self {
-            GaugeSpec::Pressure { name, .. } | GaugeSpec::WaterHeight { name, .. } | GaugeSpec::Front { name, .. } => {
-                name
-            }
+            GaugeSpec::Pressure { name, .. }
+            | GaugeSpec::WaterHeight { name, .. }
+            | GaugeSpec::Front { name, .. }
+            | GaugeSpec::Force { name, .. } => name,
         }
     }
 }

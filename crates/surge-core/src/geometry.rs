@@ -1,11 +1,12 @@
 //! Fill the case's boxes with particles on the dp lattice.
 
 use crate::buffers::Kind;
-use crate::case::{Aabb, Case, Initial};
+use crate::case::{Aabb, Case, Initial, Solid};
 use crate::decomp::SliceMap;
 use crate::grid::Grid;
 use crate::physics::constants::Constants;
 use std::f64::consts::PI;
+use std::ops::Range;
 
 /// Particles of a freshly filled case, in id order: fluid boxes, then walls, then obstacles.
 #[derive(Debug, Clone, Default)]
@@ -83,6 +84,19 @@ impl Filled {
 fn lattice(min: f64, max: f64, dp: f64) -> impl Iterator<Item = f64> {
     let n = ((max - min) / dp + 1e-6).floor().max(1.0) as usize;
     (0..n).map(move |i| min + (i as f64 + 0.5) * dp)
+}
+
+/// The global ids of a solid's particles as [`fill`] numbers them (fluid boxes, then each
+/// wall, then each obstacle, in case order; [`counts`]): each solid is one range, found
+/// without filling.
+pub fn solid_ids(case: &Case, solid: Solid) -> Range<u32> {
+    let c = counts(case);
+    let walls: u64 = c.walls.iter().sum();
+    let (start, len) = match solid {
+        Solid::Wall(k) => (c.fluid + c.walls[..k].iter().sum::<u64>(), c.walls[k]),
+        Solid::Obstacle(k) => (c.fluid + walls + c.obstacles[..k].iter().sum::<u64>(), c.obstacles[k]),
+    };
+    start as u32..(start + len) as u32
 }
 
 fn for_each_point(b: &Aabb, dim: usize, dp: f64, mut f: impl FnMut([f64; 3])) {
@@ -305,6 +319,54 @@ mod tests {
             let boundary = f.kind.iter().filter(|&&k| k == Kind::Boundary).count() as u64;
             assert_eq!(c.walls.iter().sum::<u64>() + c.obstacles.iter().sum::<u64>(), boundary);
             assert_eq!(c.obstacles.len(), case.obstacles.len());
+        }
+    }
+
+    /// Every solid's id range, counted without filling, holds exactly that solid's particles.
+    #[test]
+    fn solid_ids_match_the_fill() {
+        for (case, dim) in [
+            (
+                r#"dp = 0.1
+                time = { end = 1.0 }
+                physics = { body_force = [0.0, -9.81] }
+                fluid = [{ min = [0.0, 0.0], max = [0.4, 0.5] }, { min = [0.7, 0.0], max = [1.0, 0.3] }]
+                wall = [{ min = [0.0, 0.0], max = [1.0, 1.0], faces = ["x-", "y-"] },
+                        { min = [0.0, -0.3], max = [1.0, 1.0], faces = ["x+"], layers = 2 }]
+                obstacle = [{ min = [0.4, 0.0], max = [0.7, 0.2] }, { min = [0.5, 0.5], max = [0.6, 0.8] }]"#,
+                2,
+            ),
+            (
+                r#"dp = 0.1
+                time = { end = 1.0 }
+                physics = { body_force = [0.0, 0.0, -9.81] }
+                fluid = [{ min = [0.0, 0.0, 0.0], max = [0.4, 0.5, 0.3] }]
+                wall = [{ min = [0.0, 0.0, 0.0], max = [1.0, 0.5, 1.0] }]
+                obstacle = [{ min = [0.6, 0.1, 0.0], max = [0.8, 0.3, 0.2] }]"#,
+                3,
+            ),
+        ] {
+            let case = Case::from_str(case, &[]).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(case.dim, dim);
+            let filled = fill(&case);
+            let solids = (0..case.walls.len()).map(Solid::Wall).chain((0..case.obstacles.len()).map(Solid::Obstacle));
+            let mut next = filled.fluid_count() as u32;
+            for s in solids {
+                let r = solid_ids(&case, s);
+                assert_eq!(r.start, next, "{s:?}");
+                assert!(r.end > r.start, "{s:?}");
+                let inside = |b: &Aabb, x: [f64; 3]| (0..dim).all(|a| b.min[a] < x[a] && x[a] < b.max[a]);
+                for i in r.clone() {
+                    let x = filled.pos[i as usize];
+                    let ok = match s {
+                        Solid::Wall(k) => inside(&case.walls[k].outer(case.dp), x) && !inside(&case.walls[k].inner, x),
+                        Solid::Obstacle(k) => inside(&case.obstacles[k], x),
+                    };
+                    assert!(ok, "particle {i} at {x:?} is not in {s:?}");
+                }
+                next = r.end;
+            }
+            assert_eq!(next as usize, filled.len());
         }
     }
 }

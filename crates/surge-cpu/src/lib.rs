@@ -4,6 +4,7 @@
 #![warn(missing_docs)]
 
 mod forces;
+mod loads;
 mod sort;
 mod update;
 
@@ -15,7 +16,7 @@ use surge_core::buffers::{self, BufferSet, Kind, ParticleArrays, ParticleState};
 use surge_core::case::{Case, Shifting};
 use surge_core::config::{KernelKind, OnExit};
 use surge_core::decomp::{Side, SliceMap};
-use surge_core::gauge::Interpolate;
+use surge_core::gauge::{Interpolate, ParticleLoad};
 use surge_core::geometry::Filled;
 use surge_core::grid::Grid;
 use surge_core::physics::constants::Constants;
@@ -391,6 +392,12 @@ impl Interpolate for CpuBackend {
                 .map(|x| x[axis])
                 .reduce_with(f64::max)
         }))
+    }
+
+    fn boundary_loads(&mut self, ids: &[Range<u32>], out: &mut Vec<ParticleLoad>) -> Result<(), String> {
+        let CpuBackend { case, consts, grid, whole, a, cell_start, pool, own, .. } = self;
+        *out = pool.install(|| loads::boundary_loads(case, consts, grid, whole, cell_start, a, own.clone(), ids));
+        Ok(())
     }
 }
 

@@ -21,7 +21,7 @@ use surge_core::buffers::{self, BufferId, BufferSet, ParticleState};
 use surge_core::case::{Case, Gauge};
 use surge_core::config::OnExit;
 use surge_core::decomp::{Side, SliceMap};
-use surge_core::gauge::Interpolate;
+use surge_core::gauge::{height_intervals, Interpolate, ParticleLoad};
 use surge_core::geometry::Filled;
 use surge_core::grid::Grid;
 use surge_core::physics::constants::Constants;
@@ -76,6 +76,7 @@ struct Kernels {
     update: CudaFunction,
     gauge_sums: CudaFunction,
     front: CudaFunction,
+    boundary_loads: CudaFunction,
 }
 
 /// The particles a rebuild's sort drops: of the first `held` (those held before the
@@ -212,6 +213,11 @@ pub struct CudaBackend {
     gauge_off: CudaSlice<u32>,
     gauge_out: CudaSlice<f64>,
     front_out: CudaSlice<u64>,
+    /// Force gauges: the id ranges, the entry counter and the entries of `boundary_loads_kernel`
+    /// (12 words each), grown when a sample needs more.
+    loads_ids: CudaSlice<u32>,
+    loads_count: CudaSlice<u32>,
+    loads_out: CudaSlice<u32>,
 }
 
 /// A CUDA failure, naming what was running.
@@ -416,6 +422,7 @@ impl CudaBackend {
             update: f("update_kernel")?,
             gauge_sums: f("gauge_sums_kernel")?,
             front: f("front_kernel")?,
+            boundary_loads: f("boundary_loads_kernel")?,
         };
         let stream = ctx.default_stream();
 
@@ -461,11 +468,8 @@ impl CudaBackend {
             .iter()
             .map(|g| match g {
                 Gauge::Pressure { .. } => 1,
-                Gauge::WaterHeight { .. } => {
-                    let v = case.dim - 1;
-                    ((case.domain.max[v] - case.domain.min[v]) / (0.5 * case.dp)).ceil() as usize + 1
-                }
-                Gauge::Front { .. } => 0,
+                Gauge::WaterHeight { .. } => height_intervals(case) + 1,
+                Gauge::Front { .. } | Gauge::Force { .. } => 0,
             })
             .sum::<usize>()
             .max(1);
@@ -527,6 +531,9 @@ impl CudaBackend {
             gauge_off: zeros(4 * max_points, "gauge points")?,
             gauge_out: stream.alloc_zeros::<f64>(2 * max_points).map_err(|e| fail("allocating gauge sums", e))?,
             front_out: stream.alloc_zeros::<u64>(1).map_err(|e| fail("allocating the front", e))?,
+            loads_ids: zeros(2, "force gauge ids")?,
+            loads_count: zeros(1, "force gauge counter")?,
+            loads_out: zeros(12, "force gauge loads")?,
             case: Arc::new(case.clone()),
             consts: Constants::of(case),
             win: whole.clone(),
@@ -1298,6 +1305,73 @@ impl CudaBackend {
         Ok((v[0] != 0).then(|| f64::from_bits(v[0]) - self.whole.cell[axis] + self.whole.origin[axis]))
     }
 
+    fn try_boundary_loads(&mut self, ids: &[Range<u32>], out: &mut Vec<ParticleLoad>) -> Result<(), String> {
+        out.clear();
+        let what = "boundary_loads_kernel";
+        // No more entries than owned particles, nor than ids asked for.
+        let asked: usize = ids.iter().map(|r| r.len()).sum();
+        let capacity = asked.min(self.own.len());
+        if ids.is_empty() || capacity == 0 {
+            return Ok(());
+        }
+        let words: Vec<u32> = ids.iter().flat_map(|r| [r.start, r.end]).collect();
+        if words.len() > self.loads_ids.len() {
+            self.loads_ids = self.stream.alloc_zeros::<u32>(words.len()).map_err(|e| fail(what, e))?;
+        }
+        if 12 * capacity > self.loads_out.len() {
+            self.loads_out = self.stream.alloc_zeros::<u32>(12 * capacity).map_err(|e| fail(what, e))?;
+        }
+        self.stream.memcpy_htod(&words, &mut self.loads_ids.slice_mut(0..words.len())).map_err(|e| fail(what, e))?;
+        self.stream.memset_zeros(&mut self.loads_count).map_err(|e| fail(what, e))?;
+        let (first, count, nranges, cap) =
+            (self.own.start as i32, self.own.len() as i32, ids.len() as i32, capacity as u32);
+        let (wlo, whi) = self.win.window;
+        {
+            let CudaBackend {
+                stream,
+                k,
+                pos,
+                vel,
+                cell,
+                info,
+                wall,
+                cell_start,
+                dummy,
+                loads_ids,
+                loads_count,
+                loads_out,
+                ..
+            } = self;
+            let mut b = stream.launch_builder(&k.boundary_loads);
+            b.arg(&first).arg(&count).arg(&wlo).arg(&whi).arg(&nranges).arg(&*loads_ids);
+            b.arg(&*pos).arg(&*vel).arg(&*cell).arg(&*info).arg(wall.as_ref().unwrap_or(dummy));
+            b.arg(&*cell_start).arg(&cap).arg(loads_count).arg(loads_out);
+            // SAFETY: argument types match boundary_loads_kernel; first + count <= n; `loads_ids` holds
+            // 2 nranges words and `loads_out` 12 cap; `wall` is read only with laminar
+            // viscosity, which allocates it.
+            unsafe { b.launch(cfg(self.own.len())) }.map_err(|e| fail(what, e))?;
+        }
+        let v = [self.loads_count.slice(0..1)];
+        let m = (read_words(&self.stream, &self.settled, &mut self.words_host, &v, what)?[0] as usize).min(capacity);
+        if m == 0 {
+            return Ok(());
+        }
+        // As in `try_fluid_sums`: the kernel is over (read_words waited), then the copy.
+        let mut host = vec![0u32; 12 * m];
+        self.stream.memcpy_dtoh(&self.loads_out.slice(0..12 * m), &mut host).map_err(|e| fail(what, e))?;
+        self.settle(what)?;
+        out.extend(host.chunks_exact(12).map(|e| {
+            let f = |w: u32| f32::from_bits(w);
+            let cell = [e[8] as i32, e[9] as i32, e[10] as i32, 0];
+            ParticleLoad {
+                id: e[3],
+                pos: self.whole.absolute(cell, [f(e[4]), f(e[5]), f(e[6]), 0.0]),
+                force: [f(e[0]), f(e[1]), f(e[2])],
+            }
+        }));
+        Ok(())
+    }
+
     /// The device buffer of a conserved buffer id; an error names one the case lacks.
     fn conserved(&self, id: BufferId) -> Result<&CudaSlice<u32>, String> {
         match id {
@@ -1779,6 +1853,10 @@ impl Interpolate for CudaBackend {
     fn fluid_front(&mut self, axis: usize, below: f64) -> Result<Option<f64>, String> {
         self.bind()?;
         self.try_front(axis, below)
+    }
+    fn boundary_loads(&mut self, ids: &[Range<u32>], out: &mut Vec<ParticleLoad>) -> Result<(), String> {
+        self.bind()?;
+        self.try_boundary_loads(ids, out)
     }
 }
 

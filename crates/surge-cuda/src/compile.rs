@@ -21,6 +21,8 @@ pub const SOURCES: &[(&str, &str)] = &[
     ("physics/viscosity.cuh", include_str!("../../../kernels/physics/viscosity.cuh")),
     ("physics/diffusion.cuh", include_str!("../../../kernels/physics/diffusion.cuh")),
     ("physics/pair.cuh", include_str!("../../../kernels/physics/pair.cuh")),
+    ("physics/loads.cuh", include_str!("../../../kernels/physics/loads.cuh")),
+    ("loads.cu", include_str!("../../../kernels/loads.cu")),
 ];
 
 /// `step.cu` with every `#include "..."` replaced by the embedded file, each file once.

@@ -232,8 +232,8 @@ pub fn run(
     let mut frames = FrameWriter::create(&opts.out_dir, &case.name, case.dim, &case.formats)
         .map_err(|e| (e.into(), None))?
         .with_piece(rank, ranks);
-    // The gauges, then the count of fluid particles removed so far.
-    let names: Vec<String> = case.gauges.iter().map(|g| g.name().to_string()).chain(["removed".into()]).collect();
+    // The gauges' columns, then the count of fluid particles removed so far.
+    let names: Vec<String> = surge_core::gauge::columns(case).into_iter().chain(["removed".into()]).collect();
     let gauge_path = opts.out_dir.join("gauges.csv");
     // Every rank evaluates the gauges (a collective); rank 0 writes them.
     let mut gauges = match (case.gauges.is_empty() || !root, start.restarted && gauge_path.exists()) {
