@@ -17,7 +17,8 @@
 // and a neighbour cell outside the window is skipped. Alone, a device's window is the
 // whole axis.
 //   stats uint[8]: 0 max |a| (float bits), 1 max visc term, 2 max displacement, 3 max speed,
-//                  4 lowest id of a particle that failed (0xffffffff: none), 5 failure code
+//                  4 lowest id of a particle that failed (0xffffffff: none), 5 failure code,
+//                  6 fluid particles a rebuild's rekey removed (they left the domain)
 #include "physics/vec.cuh"
 #include "physics/kernel.cuh"
 #include "physics/eos.cuh"
@@ -30,6 +31,7 @@
 #define STAT_VEL 3
 #define STAT_BAD_ID 4
 #define STAT_BAD_CODE 5
+#define STAT_REMOVED 6
 
 __device__ __forceinline__ int cell_linear(int cx, int cy, int cz, int wlo) {
     const int c[3] = {cx, cy, cz};
@@ -87,10 +89,12 @@ __device__ void block_max2(float a, float b, unsigned *stats, int ia, int ib) {
 // ---- rebuild -----------------------------------------------------------------------
 
 // Move the particles first..first+count to the cells that hold them (wrapping periodic
-// axes, on the whole grid); a particle outside the domain or not finite keeps its cell and
-// records its id.
-extern "C" __global__ void rekey_kernel(int first, int count, int4 *cell, float4 *pos, const uint2 *info,
-                                        unsigned *stats) {
+// axes, on the whole grid); a particle outside the domain or not finite keeps its cell. With
+// `remove`, a fluid particle whose position is finite but outside the domain is marked
+// (cell.w = 1: the classification and the sort drop it) and counted; any other records its
+// id (the rebuild fails). grid.rekey and surge-cpu's sort::rekey are the twins.
+extern "C" __global__ void rekey_kernel(int first, int count, int remove, int4 *cell, float4 *pos,
+                                        const uint2 *info, unsigned *stats) {
     int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= count) return;
     int i = first + t;
@@ -116,7 +120,13 @@ extern "C" __global__ void rekey_kernel(int first, int count, int4 *cell, float4
             }
         }
         if (!ok) {
-            atomicMin(&stats[STAT_BAD_ID], info[i].x);
+            const bool finite = isfinite(p.x) && isfinite(p.y) && isfinite(p.z);
+            if (remove && finite && info[i].y == 0u) {
+                cell[i].w = 1;
+                atomicAdd(&stats[STAT_REMOVED], 1u);
+            } else {
+                atomicMin(&stats[STAT_BAD_ID], info[i].x);
+            }
             return;
         }
         cc[a] = (int)ca;
@@ -127,20 +137,21 @@ extern "C" __global__ void rekey_kernel(int first, int count, int4 *cell, float4
 
 // Sort key of every held particle from its stored cell: 2 * (linear index in the window)
 // + kind. After a rebuild's classification the first `held` particles are the ones held
-// before it: of those, the copies (outside own_lo..own_hi) and the owned particles outside
-// the new window are dropped: key `bins`, a bin past the cells, so the sort moves them
-// behind the rest and lets them go (no compaction pass). Any other particle whose
+// before it: of those, the copies (outside own_lo..own_hi), the owned particles outside
+// the new window and those removed (cell.w set by rekey_kernel) are dropped: key `bins`, a
+// bin past the cells, so the sort moves them behind the rest and lets them go (no
+// compaction pass). Any other particle whose
 // split-axis layer lies outside the window [wlo, whi) records its id (key 0, never used:
 // the rebuild fails).
 extern "C" __global__ void key_kernel(int n, int wlo, int whi, int held, int own_lo, int own_hi, unsigned bins,
                                       const int4 *cell, const uint2 *info, unsigned *key, unsigned *stats) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    if (i < held && (i < own_lo || i >= own_hi)) {
+    const int4 c = cell[i];
+    if (i < held && (i < own_lo || i >= own_hi || c.w != 0)) {
         key[i] = bins;
         return;
     }
-    const int4 c = cell[i];
     const int cc[3] = {c.x, c.y, c.z};
     if (cc[O0] < wlo || cc[O0] >= whi) {
         if (i < held) {
@@ -155,7 +166,8 @@ extern "C" __global__ void key_kernel(int n, int wlo, int whi, int held, int own
 }
 
 // First half of a rebuild: of the owned particles first..first+count, count those whose
-// split-axis layer is outside the new window [lo, hi) (they leave; counters[0]), list those
+// split-axis layer is outside the new window [lo, hi) or that were removed (cell.w set by
+// rekey_kernel) (they leave; counters[0]; a removed one goes nowhere), list those
 // in the left neighbour's window [llo, lhi) at the front of send[] and those in the right
 // neighbour's window [rlo, rhi) at its back (the two windows never overlap: slices are at
 // least 2 halo thick), counting them in counters[1] and counters[2]. The order is
@@ -168,6 +180,10 @@ extern "C" __global__ void classify_kernel(int first, int count, int lo, int hi,
     const int4 c = cell[i];
     const int cc[3] = {c.x, c.y, c.z};
     const int l = cc[O0];
+    if (c.w != 0) {
+        atomicAdd(&counters[0], 1u);
+        return;
+    }
     if (l < lo || l >= hi) atomicAdd(&counters[0], 1u);
     if (l >= llo && l < lhi) send[atomicAdd(&counters[1], 1u)] = i;
     if (l >= rlo && l < rhi) send[(unsigned)count - 1u - atomicAdd(&counters[2], 1u)] = i;
@@ -538,3 +554,5 @@ extern "C" __global__ void front_kernel(int first, int count, int axis, double b
     const double v = x[axis] + cs[axis];
     if (v > 0.0) atomicMax(out, (unsigned long long)__double_as_longlong(v));
 }
+
+#include "loads.cu"

@@ -17,7 +17,7 @@ for line in sys.stdin:
     m = json.loads(line)
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"]:
         name = m["target"]["name"]
-        if name in ("gpu_parity", "peer_copy", "physics_channel_flows", "physics_hydrostatic", "physics_taylor_green", "physics_dam_break", "determinism", "decomposition", "devices"):
+        if name in ("gpu_parity", "peer_copy", "physics_channel_flows", "physics_hydrostatic", "physics_taylor_green", "physics_dam_break", "physics_loads", "determinism", "decomposition", "devices", "removal", "sampling"):
             shutil.copy(m["executable"], ".device/" + name)
             print(".device/" + name)
 '

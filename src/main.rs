@@ -1,4 +1,6 @@
-//! `surge`: run, check and benchmark SPH cases from the command line.
+//! `surge`: run, check and benchmark SPH cases from the command line, and plot their gauges.
+
+mod plot;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -8,7 +10,6 @@ use std::process::ExitCode;
 use std::time::Duration;
 use surge_core::buffers::BufferSet;
 use surge_core::case::{Diffusion, Viscosity};
-use surge_core::geometry::fill;
 use surge_core::grid::Grid;
 use surge_core::Case;
 use surge_runtime::{BackendChoice, DeviceRequest, Gpus, Observer, Progress, RunOptions};
@@ -29,7 +30,8 @@ const EXIT_INTERRUPTED: u8 = 3;
     long_about = "Weakly-compressible SPH free-surface flow simulator.\n\n\
         A case is a TOML file (see configs/). `surge check CASE` validates it and prints what \
         would run; `surge run CASE` runs it and writes ParaView frames (.vtu + .pvd), gauges.csv \
-        and summary.json into out/<case name> (or --out).\n\n\
+        and summary.json into out/<case name> (or --out); `surge plot OUT` draws each gauge against \
+        time into OUT/plots/, with an experiment's series beside it (--reference).\n\n\
         Several devices: `--devices 0,1,2,3` (GPUs) or `--backend cpu --workers 4`; across nodes, a \
         `--features mpi` build under `mpirun -n N` or `srun` (see slurm/). The results are bitwise \
         those of one device.\n\n\
@@ -88,6 +90,38 @@ enum Command {
         case: PathBuf,
         #[command(flatten)]
         common: Common,
+    },
+    /// Draw each gauge of a run against time: one PNG per gauge in OUT/plots/.
+    ///
+    /// Reads the run's `gauges.csv` (`time,<gauge names>`). One chart per gauge, named after
+    /// it (`P1.png`); the columns of one gauge with several components, `NAME.fx`, `NAME.fy`,
+    /// `NAME.fz`, share the chart `NAME.png`. The time axis is the run's. Prints each gauge's
+    /// largest value and its time (and the reference's in the same time span).
+    #[command(after_help = "Examples:\n  \
+        surge plot out/dam_break_3d\n  \
+        surge plot out/spheric_test2 --only 'P*' --average 0.01 \\\n      \
+        --reference tests/data/spheric_test2_kleefsman2005.csv --out out/spheric_test2/plots/p_avg10ms\n\n\
+        Exit codes: 0 plotted; 1 a plot could not be written; 2 a missing or malformed CSV file, or a bad option.")]
+    Plot {
+        /// A run's output directory, or the path of its `gauges.csv`.
+        #[arg(value_name = "RUN")]
+        run: PathBuf,
+        /// Directory for the PNGs [default: `plots/` beside the `gauges.csv`].
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+        /// Reference series (an experiment) drawn on the same charts: a CSV with a `time` column
+        /// and columns named like the gauges; `#` lines are comments, and `# label: TEXT` names
+        /// it in the legends (else the file name does). Columns without a gauge are left out.
+        #[arg(long, value_name = "FILE.csv")]
+        reference: Option<PathBuf>,
+        /// Centred moving average over this many seconds, applied to the run and the reference
+        /// alike, e.g. 0.01 for the 10-ms-averaged pressures of SPHERIC Test 2.
+        #[arg(long, value_name = "SECONDS")]
+        average: Option<f64>,
+        /// Only these gauges: names separated by commas, a trailing `*` matching a prefix
+        /// (`P*,H2`).
+        #[arg(long, value_name = "LIST", value_delimiter = ',')]
+        only: Vec<String>,
     },
     /// List GPUs and say whether CUDA, NVRTC and MPI were found.
     Info,
@@ -242,6 +276,9 @@ fn main() -> ExitCode {
         }
         Command::Dump { checkpoint, csv } => cmd_dump(&checkpoint, &csv),
         Command::Check { case, common } => cmd_check(&case, &common),
+        Command::Plot { run, out, reference, average, only } => {
+            cmd_plot(&plot::Options { run, out, reference, average, only })
+        }
         Command::Info => cmd_info(),
         Command::Bench { cases, steps, json, common } => cmd_bench(cases, steps, json.as_deref(), &common),
     };
@@ -290,9 +327,9 @@ fn cmd_check(path: &Path, common: &Common) -> Result<(), Failure> {
     let case = load(path, common)?;
     let grid =
         Grid::new(&case, case.split_axis()).map_err(|e| Failure(EXIT_BAD_INPUT, format!("{}: {e}", path.display())))?;
-    let filled = fill(&case);
-    let n = filled.len();
-    let fluid = filled.fluid_count();
+    // Counted, not built: a case too large for this host is refused below, not killed.
+    let counts = surge_core::geometry::counts(&case);
+    let (n, fluid) = (counts.total() as usize, counts.fluid as usize);
     let set = BufferSet::for_case(&case);
     let cpu_bpp = surge_cpu::bytes_per_particle(set, n, grid.cell_count());
     let gpu_bpp = surge_cuda::bytes_per_particle(set, n, grid.cell_count());
@@ -316,7 +353,15 @@ fn cmd_check(path: &Path, common: &Common) -> Result<(), Failure> {
         case.kernel,
         2.0 * case.h
     );
-    println!("c0          {:.4} m/s (Tait gamma {}, rho0 {} kg/m³)", case.c0, case.gamma, case.rho0);
+    println!("c0          {:.4} m/s (Tait gamma {}, rho0 {} kg/m³): {}", case.c0, case.gamma, case.rho0, case.c0_note);
+    if case.expected_speed > 0.0 {
+        let ratio = case.c0 / case.expected_speed;
+        println!(
+            "            {ratio:.1} x the fastest flow to expect, {:.3} m/s{}",
+            case.expected_speed,
+            if ratio < 10.0 { " (below the usual 10 x: density may vary more than 1 %)" } else { "" }
+        );
+    }
     println!("physics     viscosity {visc}, density diffusion {diff}, {:?} time stepping", case.scheme);
     println!(
         "grid        {:?} cells of {:.6} m, split along {}",
@@ -335,6 +380,27 @@ fn cmd_check(path: &Path, common: &Common) -> Result<(), Failure> {
         (cpu_bpp * n) as f64 / 1e6,
         (gpu_bpp * n) as f64 / 1e6
     );
+    let gpu = match common.backend {
+        BackendArg::Cpu => false,
+        BackendArg::Cuda => true,
+        BackendArg::Auto => surge_cuda::gpus().is_ok_and(|g| !g.is_empty()),
+    };
+    let devices = match common.request()?.gpus {
+        Gpus::List(l) if gpu => l.len(),
+        _ if gpu => 1,
+        _ => common.workers as usize,
+    };
+    let bad = |e: String| Failure(EXIT_BAD_INPUT, format!("{}: {e}", path.display()));
+    let host = surge_runtime::memory::host_memory(&case, gpu, devices, 1.0).map_err(bad)?;
+    println!(
+        "host memory {:.2} GB needed to build and run it on {}, {}",
+        host.needed as f64 / 1e9,
+        if gpu { "a GPU" } else { "the CPU" },
+        host.available.map_or("available memory unknown".into(), |a| format!("{:.2} GB available", a as f64 / 1e9))
+    );
+    if let Some(line) = surge_runtime::memory::refusal(&case, gpu, devices, 1.0).map_err(bad)? {
+        return Err(bad(line));
+    }
     // The kernels need NVRTC but no GPU: a case can be checked on a login node.
     if common.backend != BackendArg::Cpu {
         match surge_cuda::nvrtc_version() {
@@ -455,6 +521,40 @@ fn cmd_dump(checkpoint: &Path, csv: &Path) -> Result<(), Failure> {
     Ok(())
 }
 
+fn cmd_plot(o: &plot::Options) -> Result<(), Failure> {
+    let report = plot::plot(o).map_err(|e| match e {
+        plot::PlotError::Input(m) => Failure(EXIT_BAD_INPUT, m),
+        plot::PlotError::Output(m) => Failure(EXIT_RUN_FAILED, m),
+    })?;
+    let with_ref = report.reference.is_some();
+    let avg = o.average.map(|w| format!(" ({} ms average)", w * 1e3)).unwrap_or_default();
+    println!(
+        "largest value of each gauge{avg} and its time [s]{}",
+        if with_ref { "; the reference's in the run's time span" } else { "" }
+    );
+    let fmt = |p: Option<plot::Peak>| match p {
+        Some(p) => format!("{:>12} {:>9.4}", plot::fmt_value(p.value), p.time),
+        None => format!("{:>12} {:>9}", "-", "-"),
+    };
+    println!(
+        "{:<12} {:>12} {:>9}{}",
+        "gauge",
+        "peak",
+        "at t",
+        if with_ref { format!(" {:>12} {:>9}", "reference", "at t") } else { String::new() }
+    );
+    for (name, run, reference) in &report.peaks {
+        println!("{name:<12} {}{}", fmt(*run), if with_ref { format!(" {}", fmt(*reference)) } else { String::new() });
+    }
+    if let Some((label, unmatched)) = &report.reference {
+        if !unmatched.is_empty() {
+            println!("reference `{label}`: no gauge for its columns {}", unmatched.join(", "));
+        }
+    }
+    println!("{} plot(s) in {}", report.files.len(), report.out.display());
+    Ok(())
+}
+
 /// Progress bar on a terminal; a log line every 10 s otherwise.
 struct Reporter {
     bar: Option<ProgressBar>,
@@ -481,10 +581,13 @@ impl Reporter {
 
 impl Observer for Reporter {
     fn progress(&mut self, p: &Progress) {
-        let line = format!(
+        let mut line = format!(
             "t = {:.5} / {} s, step {}, dt {:.3e} s, {:.1} steps/s",
             p.time, p.end, p.step, p.dt, p.steps_per_second
         );
+        if p.removed > 0 {
+            line += &format!(", {} fluid particles left the domain", p.removed);
+        }
         if let Some(b) = &self.bar {
             b.set_position((1000.0 * p.time / p.end) as u64);
             b.set_message(line);

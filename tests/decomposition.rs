@@ -3,7 +3,9 @@
 //! gauges. Tolerance: none (bitwise). Each particle sums its neighbours in stencil order
 //! then by (cell, kind, id) whatever device holds them, copies are updated with their
 //! owner's forces, and dt and the rebuild decision are maxima (exact) over the devices, so
-//! no rounding differs; a difference of one bit is a bug.
+//! no rounding differs; a difference of one bit is a bug. The gauges of
+//! configs/dam_break_2d.toml include a force gauge on the tank, whose particles lie on every
+//! device: each device gives its boundary particles' loads, summed in id order on the host.
 
 mod common;
 use common::*;
@@ -16,6 +18,11 @@ fn steps(sim: &mut Simulation, n: u64) {
     for _ in 0..n {
         sim.step(f64::INFINITY).unwrap_or_else(|e| panic!("{e}"));
     }
+}
+
+/// The bits of gauge values, to compare them exactly.
+fn bits(g: &[f64]) -> Vec<u64> {
+    g.iter().map(|x| x.to_bits()).collect()
 }
 
 /// Run the case on 1 device and on each of `counts`, `n` steps, and compare particles and
@@ -33,12 +40,7 @@ fn compare(case: &Case, counts: &[usize], n: u64) -> Simulation {
         assert_eq!(many.rebuilds(), one.rebuilds(), "{k} devices rebuilt at other steps");
         assert_eq!(many.time().to_bits(), one.time().to_bits(), "{k} devices: time");
         assert_same_particles(&s1, &many.snapshot().unwrap(), &format!("{} on {k} devices", case.name));
-        let g = many.gauges().unwrap();
-        assert_eq!(
-            g.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
-            g1.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
-            "{k} devices: gauges"
-        );
+        assert_eq!(bits(&many.gauges().unwrap()), bits(&g1), "{k} devices: gauges");
         last = Some(many);
     }
     last.expect("at least one device count")
@@ -54,7 +56,9 @@ fn dam_break_2d_on_2_3_4_devices_matches_1_along_y() {
 fn dam_break_2d_on_2_3_4_devices_matches_1_along_x() {
     // Cut across the surge: the front runs through every slice boundary.
     let case = case("dam_break_2d.toml", &["decomposition.split_axis=\"x\"", "decomposition.balance=false"]);
-    compare(&case, &[2, 3, 4], 300);
+    let g = compare(&case, &[2, 3, 4], 300).gauges().unwrap();
+    let fy = g[surge_core::gauge::columns(&case).iter().position(|c| c == "tank.fy").expect("tank.fy")];
+    assert!(fy < 0.0, "the water's weight on the tank: fy = {fy}");
 }
 
 #[test]
@@ -244,11 +248,12 @@ static BLOCKS_TAKEN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicU
 
 mod blocks {
     use super::{Blocks, BLOCKS_TAKEN, SHARED_TAKEN};
+    use std::ops::Range;
     use std::sync::atomic::Ordering;
     use surge_core::backend::*;
     use surge_core::buffers::ParticleState;
     use surge_core::decomp::{Side, SliceMap};
-    use surge_core::gauge::Interpolate;
+    use surge_core::gauge::{Interpolate, ParticleLoad};
     use surge_core::grid::Grid;
     use surge_runtime::exchange::{decode, encode, Packet};
 
@@ -296,6 +301,9 @@ mod blocks {
         fn fluid_front(&mut self, axis: usize, below: f64) -> Result<Option<f64>, String> {
             self.cpu.fluid_front(axis, below)
         }
+        fn boundary_loads(&mut self, ids: &[Range<u32>], out: &mut Vec<ParticleLoad>) -> Result<(), String> {
+            self.cpu.boundary_loads(ids, out)
+        }
     }
 
     impl Backend for Blocks {
@@ -304,6 +312,9 @@ mod blocks {
         }
         fn len(&self) -> usize {
             self.cpu.len()
+        }
+        fn removed(&self) -> u64 {
+            self.cpu.removed()
         }
         fn bytes_per_particle(&self) -> usize {
             self.cpu.bytes_per_particle()
@@ -573,7 +584,7 @@ fn ranks_that_reach_each_others_memory_exchange_shared_blocks_and_change_nothing
     let mut one = sim_on(&case, surge_runtime::BackendChoice::Cpu, 1);
     steps(&mut one, 200);
     assert!(one.rebuilds() > 1, "the run must cross rebuilds");
-    let s1 = one.snapshot().unwrap();
+    let (s1, g1) = (one.snapshot().unwrap(), one.gauges().unwrap());
     for accept in [true, false] {
         let before = SHARED_TAKEN.load(std::sync::atomic::Ordering::Relaxed);
         let ranks: Vec<_> = fake_ranks::world(2)
@@ -589,13 +600,16 @@ fn ranks_that_reach_each_others_memory_exchange_shared_blocks_and_change_nothing
                 std::thread::spawn(move || {
                     let mut sim = Simulation::ranks(case, map, grid, loaders, cluster).unwrap();
                     steps(&mut sim, 200);
-                    sim.snapshot().unwrap()
+                    (sim.snapshot().unwrap(), sim.gauges().unwrap())
                 })
             })
             .collect();
         let mut all = Snapshot::default();
         for h in ranks {
-            all.append(&mut h.join().expect("a rank panicked"));
+            let (mut s, g) = h.join().expect("a rank panicked");
+            all.append(&mut s);
+            // Every rank evaluates the gauges (the loads of all ranks are gathered on each).
+            assert_eq!(bits(&g), bits(&g1), "2 ranks x 2 devices: gauges");
         }
         assert_same_particles(&s1, &all, &format!("2 ranks x 2 devices, offers accepted: {accept}"));
         let shared = SHARED_TAKEN.load(std::sync::atomic::Ordering::Relaxed) - before;

@@ -16,8 +16,12 @@ use common::TempDir;
 const BIN: &str = env!("CARGO_BIN_EXE_surge");
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
+/// A shipped config by name, or a case under tests/ (`cases/...`).
 fn config(name: &str) -> PathBuf {
-    Path::new(ROOT).join("configs").join(name)
+    match name.strip_prefix("cases/") {
+        Some(case) => Path::new(ROOT).join("tests/cases").join(case),
+        None => Path::new(ROOT).join("configs").join(name),
+    }
 }
 
 /// `mpirun` for root in CI, with more ranks than cores allowed.
@@ -101,6 +105,13 @@ fn same_as_one_process(case: &str, extra: &[&str], steps: u64, ranks: usize, wor
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(many.join("summary.json")).unwrap()).unwrap();
     assert_eq!(summary["ranks"], ranks as u64);
+    let removed = |dir: &Path| -> serde_json::Value {
+        serde_json::from_str::<serde_json::Value>(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap()
+            ["removed_particles"]
+            .clone()
+    };
+    assert_eq!(removed(&many), removed(&one), "fluid particles removed");
+    assert!(!case.contains("jet") || removed(&one).as_u64() > Some(0), "the jet should lose fluid");
     assert_eq!(summary["devices"].as_array().unwrap().len(), ranks * workers);
     assert!(many.join("frames/dam_break_2d_00000.pvtu").exists() || case != "dam_break_2d.toml");
 }
@@ -115,6 +126,17 @@ fn dam_break_2d_on_2_and_3_ranks_matches_one_process() {
 #[test]
 fn dam_break_3d_on_2_ranks_of_2_workers_matches_one_process() {
     same_as_one_process("dam_break_3d.toml", &["--set", "dp=0.06"], 60, 2, 2);
+}
+
+/// A jet thrown out of an open box (tests/removal.rs): the fluid that leaves is removed on
+/// every rank alike, so particles, gauges and the count of removed particles are those of
+/// one process.
+#[test]
+fn removal_on_2_ranks_matches_one_process() {
+    for (workers, split) in [(1, "y"), (2, "x")] {
+        let split = format!("decomposition.split_axis=\"{split}\"");
+        same_as_one_process("cases/jet_2d.toml", &["--set", &split], 2000, 2, workers);
+    }
 }
 
 #[test]

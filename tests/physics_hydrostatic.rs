@@ -1,8 +1,11 @@
 //! Water at rest in a tank (configs/hydrostatic_2d.toml, 1 m deep, dp = 0.02 m): after 2 s,
 //! the pressure of the fluid below the top two particle layers, averaged in 0.1 m bins of
-//! height, is within 2 % of rho0 g (H - y) (the bound), H being the free surface
-//! measured by the water-height gauge. Measured: at most 1.6 %. Spurious velocity: below
-//! 2 % of sqrt(g H) (measured about 0.5 %, 0.014 m/s).
+//! height, is within 2 % of rho0 g (H - y) (the bound), H = 1 m being the depth
+//! filled. Measured: at most 1.6 %. The water-height gauge (a wire gauge: the fluid
+//! fraction integrated along the vertical) reads H within dp/2: it counts the fluid's
+//! volume `m / rho`, which its compression under its own weight makes about 0.5 % (5 mm)
+//! smaller than the depth filled (c0 = 10 sqrt(g H)). Measured: 7 mm. Spurious velocity:
+//! below 2 % of sqrt(g H) (measured about 0.5 %, 0.014 m/s).
 
 mod common;
 use common::*;
@@ -14,7 +17,9 @@ fn hydrostatic_pressure_after_settling() {
     sim.advance_to(2.0).unwrap();
     let s = sim.snapshot().unwrap();
     let height = sim.gauges().unwrap()[2];
-    assert!((height - 1.0).abs() < case.dp, "free surface at {height} m, expected 1 m within dp");
+    println!("water height {height:.4} m");
+    assert!((height - 1.0).abs() < 0.5 * case.dp, "water height {height} m, expected 1 m within dp/2");
+    let height = 1.0;
     let g = 9.81;
     let mut bins = vec![(0.0f64, 0.0f64, 0usize); 10];
     for i in fluid(&s) {

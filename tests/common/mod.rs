@@ -19,6 +19,17 @@ pub fn configs_dir() -> std::path::PathBuf {
     }
 }
 
+/// A file of the repository by its path from the root: beside the sources where the test
+/// was built, else under the current directory (as [`configs_dir`]).
+pub fn repo_file(rel: &str) -> std::path::PathBuf {
+    let built = Path::new(env!("CARGO_MANIFEST_DIR")).join(rel);
+    if built.exists() {
+        built
+    } else {
+        std::env::current_dir().expect("current directory").join(rel)
+    }
+}
+
 /// Load a shipped case with `--set`-style overrides.
 pub fn case(name: &str, overrides: &[&str]) -> Case {
     let path = configs_dir().join(name);

@@ -46,6 +46,15 @@ pub enum Failure {
     Particle(BadParticle),
     /// The device failed; the message names the kernel or call (e.g. a CUDA error).
     Device(String),
+    /// More of the fluid left the domain than the case allows (`domain.max_removed`).
+    Leaving {
+        /// Fluid particles removed so far.
+        removed: u64,
+        /// Fluid particles at the start.
+        fluid: u64,
+        /// The allowed share.
+        share: f64,
+    },
 }
 
 impl std::fmt::Display for Failure {
@@ -55,6 +64,12 @@ impl std::fmt::Display for Failure {
                 write!(f, "particle {} at ({:.4}, {:.4}, {:.4}) {}", p.id, p.pos[0], p.pos[1], p.pos[2], p.reason)
             }
             Failure::Device(m) => write!(f, "{m}"),
+            Failure::Leaving { removed, fluid, share } => write!(
+                f,
+                "{removed} of {fluid} fluid particles ({:.2} %) have left the domain, more than domain.max_removed = \
+                 {share} allows (a domain too small for the flow, or a leak)",
+                100.0 * *removed as f64 / (*fluid).max(1) as f64
+            ),
         }
     }
 }
@@ -185,6 +200,9 @@ pub trait Backend: Interpolate + Send {
     fn name(&self) -> String;
     /// Number of particles owned (copies not counted).
     fn len(&self) -> usize;
+    /// Fluid particles this device has dropped since it was made, because they left the
+    /// domain ([`Backend::rebuild_begin`] with `rekey`).
+    fn removed(&self) -> u64;
     /// True when no particle is owned.
     fn is_empty(&self) -> bool {
         self.len() == 0
@@ -206,8 +224,11 @@ pub trait Backend: Interpolate + Send {
     /// the neighbour on that side (its copies and the particles that now belong to it), and
     /// keep those in the own window (`map.window(me)`: the own slice, and copies of
     /// particles this device owned until now that lie in a band). Every particle of a window
-    /// is then held once: kept by its old owner or sent by it. Fails with the lowest-id owned
-    /// particle that left the domain or is not finite.
+    /// is then held once: kept by its old owner or sent by it. With `rekey`, fluid particles
+    /// that left the domain are dropped when the case removes them (`domain.on_exit`) and
+    /// counted ([`Backend::removed`]). Fails with the lowest-id owned particle that left the
+    /// domain and is not removed (a boundary particle, or `on_exit = "stop"`), or is not
+    /// finite.
     fn rebuild_begin(
         &mut self,
         map: &SliceMap,

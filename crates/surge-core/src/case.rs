@@ -121,6 +121,15 @@ impl Wall {
     }
 }
 
+/// A solid the fluid exerts loads on: a wall or an obstacle, by its index in the case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Solid {
+    /// `walls[i]`.
+    Wall(usize),
+    /// `obstacles[i]`.
+    Obstacle(usize),
+}
+
 /// A resolved gauge.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Gauge {
@@ -147,13 +156,39 @@ pub enum Gauge {
         /// Height limit (vertical = last axis); infinite when not given.
         below: f64,
     },
+    /// Force and moment of the fluid on a solid.
+    Force {
+        /// Column name prefix.
+        name: String,
+        /// The solid.
+        solid: Solid,
+        /// The point the moment is taken about.
+        about: [f64; 3],
+    },
 }
 
 impl Gauge {
-    /// Column name.
+    /// The gauge's name (a force gauge's columns add a suffix to it: [`Gauge::columns`]).
     pub fn name(&self) -> &str {
         match self {
-            Gauge::Pressure { name, .. } | Gauge::WaterHeight { name, .. } | Gauge::Front { name, .. } => name,
+            Gauge::Pressure { name, .. }
+            | Gauge::WaterHeight { name, .. }
+            | Gauge::Front { name, .. }
+            | Gauge::Force { name, .. } => name,
+        }
+    }
+
+    /// The `gauges.csv` columns of this gauge in a `dim`-D case, in the order
+    /// [`crate::gauge::evaluate`] gives its values: the name alone, or for a force gauge
+    /// `NAME.fx`, `NAME.fy`[, `NAME.fz`] and the moment (`NAME.mx`, `NAME.my`, `NAME.mz` in 3D,
+    /// `NAME.mz` in 2D).
+    pub fn columns(&self, dim: usize) -> Vec<String> {
+        match self {
+            Gauge::Force { name, .. } => {
+                let parts: &[&str] = if dim == 3 { &["fx", "fy", "fz", "mx", "my", "mz"] } else { &["fx", "fy", "mz"] };
+                parts.iter().map(|p| format!("{name}.{p}")).collect()
+            }
+            g => vec![g.name().to_string()],
         }
     }
 }
@@ -197,6 +232,11 @@ pub struct Case {
     pub gamma: f64,
     /// Speed of sound.
     pub c0: f64,
+    /// Where c0 comes from, for `surge check`.
+    pub c0_note: String,
+    /// The fastest flow to expect: a dam-break front 2 sqrt(g H) of the tallest column, the
+    /// initial and the wall velocities (the usual rule: c0 at least ten times this).
+    pub expected_speed: f64,
     /// Tait coefficient B.
     pub tait_b: f64,
     /// Background pressure.
@@ -241,6 +281,10 @@ pub struct Case {
     pub checkpoint_interval: Option<f64>,
     /// How many of the newest checkpoints to keep (at least 1).
     pub checkpoint_keep: u32,
+    /// What happens to a fluid particle that leaves the domain.
+    pub on_exit: OnExit,
+    /// The share of the initial fluid that may leave before the run stops.
+    pub max_removed: f64,
     /// The axis cut into slices between devices.
     pub split: usize,
     /// Load balancing between devices.
@@ -330,6 +374,31 @@ impl Checker<'_> {
 
 const AXES: [&str; 3] = ["x", "y", "z"];
 
+/// `wall.N` or `obstacle.N`.
+fn parse_solid(on: &str) -> Option<Solid> {
+    let (kind, index) = on.split_once('.')?;
+    let index: usize = index.parse().ok()?;
+    match kind {
+        "wall" => Some(Solid::Wall(index)),
+        "obstacle" => Some(Solid::Obstacle(index)),
+        _ => None,
+    }
+}
+
+/// The solid a force gauge's `on` names, by index or by name; `None` when there is none.
+fn find_solid(f: &CaseFile, on: &str) -> Option<Solid> {
+    match parse_solid(on) {
+        Some(Solid::Wall(k)) => (k < f.wall.len()).then_some(Solid::Wall(k)),
+        Some(Solid::Obstacle(k)) => (k < f.obstacle.len()).then_some(Solid::Obstacle(k)),
+        None => f
+            .wall
+            .iter()
+            .position(|w| w.name.as_deref() == Some(on))
+            .map(Solid::Wall)
+            .or_else(|| f.obstacle.iter().position(|o| o.name.as_deref() == Some(on)).map(Solid::Obstacle)),
+    }
+}
+
 impl Case {
     /// Load, override and check a case file.
     pub fn from_file(path: &Path, overrides: &[String]) -> Result<Case, CaseError> {
@@ -346,13 +415,13 @@ impl Case {
     /// Check a parsed case file.
     pub fn from_raw(f: CaseFile, file: &str, default_name: &str) -> Result<Case, CaseError> {
         let pre = Checker { file, dim: 0 };
-        let dim = match (&f.domain, f.fluid.first()) {
-            (Some(d), _) => d.min.len(),
+        let dim = match (f.domain.as_ref().and_then(|d| d.min.as_ref()), f.fluid.first()) {
+            (Some(min), _) => min.len(),
             (None, Some(b)) => b.min.len(),
             (None, None) => return Err(pre.err("fluid", "nothing to simulate: the case has no [[fluid]] box")),
         };
         if dim != 2 && dim != 3 {
-            let field = if f.domain.is_some() { "domain.min" } else { "fluid[0].min" };
+            let field = if f.domain.as_ref().is_some_and(|d| d.min.is_some()) { "domain.min" } else { "fluid[0].min" };
             return Err(pre.err(field, format!("expected 2 or 3 numbers (this sets the dimension), found {dim}")));
         }
         let c = Checker { file, dim };
@@ -418,6 +487,26 @@ impl Case {
             };
             walls.push(Wall { inner, faces, layers, velocity });
         }
+        // Solid names, for force gauges: unique, and never read as `wall.N` or `obstacle.N`.
+        let mut named: Vec<(&str, String)> = Vec::new();
+        let walls_named = f.wall.iter().enumerate().map(|(k, w)| (&w.name, format!("wall[{k}]")));
+        let obstacles_named = f.obstacle.iter().enumerate().map(|(k, o)| (&o.name, format!("obstacle[{k}]")));
+        for (n, solid) in walls_named.chain(obstacles_named) {
+            let Some(n) = n else { continue };
+            let field = format!("{solid}.name");
+            if n.is_empty() || n.contains([',', '"', '\n']) || parse_solid(n).is_some() {
+                return Err(c.err(
+                    field,
+                    format!(
+                        "`{n}` must be non-empty, without commas or quotes, and not of the form wall.N or obstacle.N"
+                    ),
+                ));
+            }
+            if let Some((_, first)) = named.iter().find(|(o, _)| *o == n.as_str()) {
+                return Err(c.err(field, format!("{first} is already named `{n}`")));
+            }
+            named.push((n.as_str(), solid));
+        }
         let obstacles = f
             .obstacle
             .iter()
@@ -452,31 +541,64 @@ impl Case {
             if ph.body_force.is_empty() { [0.0; 3] } else { c.vec("physics.body_force", &ph.body_force, dim)? };
         let gamma = c.positive("physics.eos.gamma", ph.eos.gamma)?;
         let g_mag = body_force.iter().map(|x| x * x).sum::<f64>().sqrt();
-        let c0 = match (ph.eos.c0, ph.eos.c0_coef) {
+        // The tallest fluid column along the body force, and the fastest flow to expect: a
+        // dam-break front runs at 2 sqrt(g H) (Ritter's solution), and the initial and wall
+        // velocities. The default c0 is ten times that (density varies about 1 %); with
+        // 2 sqrt(g H) it is DualSPHysics' default of 20 sqrt(g H).
+        let column = if g_mag > 0.0 {
+            let up: Vec<f64> = body_force.iter().map(|x| -x / g_mag).collect();
+            let height = |p: [f64; 3]| (0..3).map(|a| p[a] * up[a]).sum::<f64>();
+            let corners = fluid.iter().flat_map(|b| {
+                (0..8).map(move |k| {
+                    [
+                        if k & 1 == 0 { b.min[0] } else { b.max[0] },
+                        if k & 2 == 0 { b.min[1] } else { b.max[1] },
+                        if k & 4 == 0 { b.min[2] } else { b.max[2] },
+                    ]
+                })
+            });
+            let (lo, hi) =
+                corners.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), p| (lo.min(height(p)), hi.max(height(p))));
+            hi - lo
+        } else {
+            0.0
+        };
+        let norm = |v: &[f64; 3]| v.iter().map(|x| x * x).sum::<f64>().sqrt();
+        let initial_speed = match &f.initial_velocity {
+            None => 0.0,
+            Some(InitialVelocity::Constant { value }) => norm(&c.vec("initial_velocity.value", value, dim)?),
+            Some(InitialVelocity::TaylorGreen { u0 }) => u0.abs(),
+        };
+        let front = 2.0 * (g_mag * column).sqrt();
+        let expected_speed = walls.iter().map(|w| norm(&w.velocity)).fold(front.max(initial_speed), f64::max);
+        let (c0, c0_note) = match (ph.eos.c0, ph.eos.c0_coef) {
             (Some(_), Some(_)) => return Err(c.err("physics.eos", "give either c0 or c0_coef, not both")),
-            (Some(c0), None) => c.positive("physics.eos.c0", c0)?,
-            (None, coef) => {
-                let coef = c.positive("physics.eos.c0_coef", coef.unwrap_or(10.0))?;
+            (Some(c0), None) => (c.positive("physics.eos.c0", c0)?, "given (physics.eos.c0)".to_string()),
+            (None, Some(coef)) => {
+                let coef = c.positive("physics.eos.c0_coef", coef)?;
                 if g_mag == 0.0 {
                     return Err(c.err(
                         "physics.eos.c0",
                         "without a body force the speed of sound cannot follow from c0_coef: give c0",
                     ));
                 }
-                let up: Vec<f64> = body_force.iter().map(|x| -x / g_mag).collect();
-                let height = |p: [f64; 3]| (0..3).map(|a| p[a] * up[a]).sum::<f64>();
-                let corners = fluid.iter().flat_map(|b| {
-                    (0..8).map(move |k| {
-                        [
-                            if k & 1 == 0 { b.min[0] } else { b.max[0] },
-                            if k & 2 == 0 { b.min[1] } else { b.max[1] },
-                            if k & 4 == 0 { b.min[2] } else { b.max[2] },
-                        ]
-                    })
-                });
-                let (lo, hi) = corners
-                    .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), p| (lo.min(height(p)), hi.max(height(p))));
-                coef * (g_mag * (hi - lo)).sqrt()
+                (coef * (g_mag * column).sqrt(), format!("{coef} sqrt(g H), H = {column} m (physics.eos.c0_coef)"))
+            }
+            (None, None) => {
+                if expected_speed <= 0.0 {
+                    return Err(c.err(
+                        "physics.eos.c0",
+                        "nothing in the case moves the fluid (no body force, initial or wall velocity): give c0",
+                    ));
+                }
+                let why = if expected_speed == front {
+                    format!("the dam-break front 2 sqrt(g H), H = {column} m")
+                } else if expected_speed == initial_speed {
+                    "the initial velocity".to_string()
+                } else {
+                    "a wall's velocity".to_string()
+                };
+                (10.0 * expected_speed, format!("10 x the fastest expected flow, {expected_speed:.4} m/s ({why})"))
             }
         };
         let background_pressure = ph.eos.background_pressure;
@@ -556,9 +678,28 @@ impl Case {
                 },
             );
         let mut periodic = [false; 3];
-        let domain = match &f.domain {
-            Some(d) => {
-                let b = Aabb { min: c.vec("domain.min", &d.min, dim)?, max: c.vec("domain.max", &d.max, dim)? };
+        let corners = match &f.domain {
+            Some(d) => match (&d.min, &d.max) {
+                (Some(min), Some(max)) => Some((d, min, max)),
+                (None, None) if d.periodic.is_empty() => None,
+                (None, None) => {
+                    return Err(c.err("domain.periodic", "periodic axes need the domain's min and max (the period)"))
+                }
+                (Some(_), None) => return Err(c.err("domain.max", "give both domain.min and domain.max, or neither")),
+                (None, Some(_)) => return Err(c.err("domain.min", "give both domain.min and domain.max, or neither")),
+            },
+            None => None,
+        };
+        let (on_exit, max_removed) = match &f.domain {
+            Some(d) => (d.on_exit, d.max_removed),
+            None => (OnExit::Remove, 0.05),
+        };
+        if !(0.0..=1.0).contains(&max_removed) {
+            return Err(c.err("domain.max_removed", format!("expected a share between 0 and 1, found {max_removed}")));
+        }
+        let domain = match corners {
+            Some((d, min, max)) => {
+                let b = Aabb { min: c.vec("domain.min", min, dim)?, max: c.vec("domain.max", max, dim)? };
                 for a in 0..dim {
                     if b.max[a] <= b.min[a] {
                         return Err(c.err("domain.max", format!("must be above domain.min along {}", AXES[a])));
@@ -605,10 +746,13 @@ impl Case {
         for (i, g) in f.gauge.iter().enumerate() {
             let field = format!("gauge[{i}]");
             let n = g.name();
-            if n.is_empty() || n.contains([',', '"', '\n']) || n == "time" {
+            if n.is_empty() || n.contains([',', '"', '\n']) || n == "time" || n == "removed" {
                 return Err(c.err(
                     format!("{field}.name"),
-                    format!("`{n}` must be non-empty, without commas or quotes, and not `time`"),
+                    format!(
+                        "`{n}` must be non-empty, without commas or quotes, and not `time` or `removed` (columns of \
+                         gauges.csv)"
+                    ),
                 ));
             }
             if gauges.iter().any(|o: &Gauge| o.name() == n) {
@@ -630,7 +774,41 @@ impl Case {
                     }
                     Gauge::Front { name: name.clone(), axis: axis.index(), below: below.unwrap_or(f64::INFINITY) }
                 }
+                GaugeSpec::Force { name, on, about } => {
+                    let solid = find_solid(&f, on).ok_or_else(|| {
+                        let mut known: Vec<String> = (0..walls.len()).map(|k| format!("wall.{k}")).collect();
+                        known.extend((0..obstacles.len()).map(|k| format!("obstacle.{k}")));
+                        known.extend(
+                            f.wall
+                                .iter()
+                                .filter_map(|w| w.name.clone())
+                                .chain(f.obstacle.iter().filter_map(|o| o.name.clone())),
+                        );
+                        let known = if known.is_empty() {
+                            "the case has no wall or obstacle".to_string()
+                        } else {
+                            format!("expected one of {}", known.join(", "))
+                        };
+                        c.err(format!("{field}.on"), format!("`{on}` names no solid: {known}"))
+                    })?;
+                    let b = match solid {
+                        Solid::Wall(k) => walls[k].inner,
+                        Solid::Obstacle(k) => obstacles[k],
+                    };
+                    let about = match about {
+                        Some(p) => c.vec(&format!("{field}.about"), p, dim)?,
+                        None => std::array::from_fn(|a| 0.5 * (b.min[a] + b.max[a])),
+                    };
+                    Gauge::Force { name: name.clone(), solid, about }
+                }
             });
+            let columns: Vec<String> = gauges.iter().flat_map(|g| g.columns(dim)).collect();
+            let last = gauges.last().map_or(0, |g| g.columns(dim).len());
+            if let Some(dup) =
+                columns[columns.len() - last..].iter().find(|n| columns[..columns.len() - last].contains(n))
+            {
+                return Err(c.err(format!("{field}.name"), format!("the column `{dup}` is already another gauge's")));
+            }
         }
 
         let checkpoint_interval = match f.checkpoint.interval {
@@ -691,6 +869,8 @@ impl Case {
             kernel: ph.kernel,
             gamma,
             c0,
+            c0_note,
+            expected_speed,
             tait_b: tait_b(c0, rho0, gamma),
             background_pressure,
             viscosity,
@@ -725,6 +905,8 @@ impl Case {
             initial,
             checkpoint_interval,
             checkpoint_keep: f.checkpoint.keep,
+            on_exit,
+            max_removed,
             split,
             balance: Balance { enabled: dc.balance, every: dc.balance_every, threshold: dc.balance_threshold },
         })
@@ -739,7 +921,9 @@ impl Case {
     ///
     /// Left out, because a restart may change them: the name, `time.end`, `time.cfl` and
     /// `time.dt_max` (e.g. a smaller CFL after an instability; the continuation is then no
-    /// longer bitwise the uninterrupted run), output, gauges and checkpoint settings.
+    /// longer bitwise the uninterrupted run), output, gauges and checkpoint settings, and
+    /// what happens to particles that leave the domain (removal or a stop: the particles that
+    /// stay move alike either way).
     ///
     /// Every field is named below, so a new field does not compile until it is put on one
     /// side or the other.
@@ -758,6 +942,8 @@ impl Case {
             kernel,
             gamma,
             c0,
+            c0_note: _,
+            expected_speed: _,
             tait_b,
             background_pressure,
             viscosity,
@@ -780,6 +966,8 @@ impl Case {
             initial,
             checkpoint_interval: _,
             checkpoint_keep: _,
+            on_exit: _,
+            max_removed: _,
             split: _,
             balance: _,
         } = self;
@@ -957,6 +1145,43 @@ mod tests {
             assert!(e.field.starts_with("physics.boundary"), "--set {set}: {text}");
             assert!(text.starts_with("<string>: field `physics.boundary"), "--set {set}: {text}");
             assert!(text.contains(want) && !text.contains('\n'), "--set {set}: {text}");
+        }
+    }
+
+    #[test]
+    fn force_gauges_name_their_solid_by_index_or_name() {
+        let base = [
+            "obstacle=[{min=[1.2, 0.0], max=[1.4, 0.2], name=\"pier\"}]",
+            "gauge=[{kind=\"force\", name=\"f\", on=\"pier\"}, {kind=\"force\", name=\"w\", on=\"wall.0\", about=[0.0, 0.0]}]",
+        ];
+        let c = Case::from_str(CASE, &base.map(String::from)).unwrap_or_else(|e| panic!("{e}"));
+        let f = Gauge::Force { name: "f".into(), solid: Solid::Obstacle(0), about: [1.3, 0.1, 0.0] };
+        let w = Gauge::Force { name: "w".into(), solid: Solid::Wall(0), about: [0.0; 3] };
+        match &c.gauges[..] {
+            [Gauge::Force { name, solid, about }, second] => {
+                assert_eq!((name.as_str(), *solid), ("f", Solid::Obstacle(0)));
+                assert!((0..3).all(|a| (about[a] - [1.3, 0.1, 0.0][a]).abs() < 1e-12), "{about:?}");
+                assert_eq!(second, &w);
+            }
+            other => panic!("{other:?} is not {f:?}, {w:?}"),
+        }
+        assert_eq!(crate::gauge::columns(&c), ["f.fx", "f.fy", "f.mz", "w.fx", "w.fy", "w.mz"]);
+        for (sets, want) in [
+            (
+                vec!["gauge=[{kind=\"force\", name=\"f\", on=\"obstacle.1\"}]"],
+                "field `gauge[0].on`: `obstacle.1` names no solid: expected one of wall.0, obstacle.0, pier",
+            ),
+            (vec!["gauge=[{kind=\"force\", name=\"f\", on=\"pie\"}]"], "`pie` names no solid"),
+            (vec!["wall.0.name=\"pier\""], "field `obstacle[0].name`: wall[0] is already named `pier`"),
+            (vec!["wall.0.name=\"obstacle.3\""], "field `wall[0].name`: `obstacle.3` must be"),
+            (
+                vec!["gauge=[{kind=\"force\", name=\"f\", on=\"pier\"}, {kind=\"pressure\", name=\"f.fy\", point=[0.1, 0.1]}]"],
+                "field `gauge[1].name`: the column `f.fy` is already another gauge's",
+            ),
+        ] {
+            let o: Vec<String> = [base[0]].into_iter().chain(sets.iter().copied()).map(String::from).collect();
+            let e = Case::from_str(CASE, &o).unwrap_err().to_string();
+            assert!(e.contains(want), "{o:?}: {e}");
         }
     }
 

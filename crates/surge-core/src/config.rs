@@ -164,17 +164,41 @@ impl Default for CheckpointSpec {
     }
 }
 
-/// The simulation box and its periodic axes.
+/// The simulation box, its periodic axes and what happens to particles that leave it.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DomainSpec {
-    /// Lower corner.
-    pub min: Vec<f64>,
+    /// Lower corner; give both corners or neither (default: the geometry's bounding box
+    /// grown by one kernel support).
+    pub min: Option<Vec<f64>>,
     /// Upper corner.
-    pub max: Vec<f64>,
+    pub max: Option<Vec<f64>>,
     /// Periodic axes, e.g. `["x"]`.
     #[serde(default)]
     pub periodic: Vec<Axis>,
+    /// A fluid particle that leaves the domain (a jet over an open wall): `remove` it
+    /// (default, as DualSPHysics and GPUSPH do) or `stop` the run naming it.
+    #[serde(default)]
+    pub on_exit: OnExit,
+    /// With `on_exit = "remove"`, the run stops when more than this share of the initial
+    /// fluid has left; default 0.05.
+    #[serde(default = "default_max_removed")]
+    pub max_removed: f64,
+}
+
+fn default_max_removed() -> f64 {
+    0.05
+}
+
+/// What happens to a fluid particle that leaves the domain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnExit {
+    /// Removed at the next rebuild and counted.
+    #[default]
+    Remove,
+    /// The run stops, naming the particle and the step.
+    Stop,
 }
 
 /// A coordinate axis.
@@ -327,8 +351,10 @@ pub struct EosSpec {
     pub gamma: f64,
     /// Numerical speed of sound (m/s). Give this or `c0_coef`.
     pub c0: Option<f64>,
-    /// `c0 = c0_coef * sqrt(|g| H)` with H the tallest fluid column along the body force;
-    /// default 10 (density varies about 1 %).
+    /// `c0 = c0_coef * sqrt(|g| H)` with H the tallest fluid column along the body force
+    /// (DualSPHysics' `coefsound`; SPHERIC Test 2's benchmark uses 20). Without c0 or
+    /// c0_coef, c0 is ten times the fastest flow to expect: a dam-break front
+    /// `2 sqrt(|g| H)`, the initial and the wall velocities (density varies about 1 %).
     pub c0_coef: Option<f64>,
     /// Background pressure `p_b` (Pa) added to Tait; default 0.
     #[serde(default)]
@@ -472,6 +498,8 @@ pub struct WallBox {
     pub layers: Option<u32>,
     /// Constant velocity of the wall (a moving lid or plate); default at rest.
     pub velocity: Option<Vec<f64>>,
+    /// A name a force gauge can use (`on = "NAME"`) besides `wall.INDEX`.
+    pub name: Option<String>,
 }
 
 /// A solid box of boundary particles (filled on the dp lattice).
@@ -482,9 +510,11 @@ pub struct ObstacleBox {
     pub min: Vec<f64>,
     /// Upper corner.
     pub max: Vec<f64>,
+    /// A name a force gauge can use (`on = "NAME"`) besides `obstacle.INDEX`.
+    pub name: Option<String>,
 }
 
-/// A gauge: one column of `gauges.csv`.
+/// A gauge: one column of `gauges.csv` (a force gauge: one per component).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum GaugeSpec {
@@ -496,8 +526,9 @@ pub enum GaugeSpec {
         /// The point.
         point: Vec<f64>,
     },
-    /// Water height along the vertical line (last axis) through `at` (x in 2D, x,y in 3D):
-    /// the highest point where the interpolated fluid fraction is at least 1/2.
+    /// Water height along the vertical line (last axis) through `at` (x in 2D, x,y in 3D),
+    /// as a wire gauge reads it: the integral of the interpolated fluid fraction along the
+    /// line from the domain bottom to its top (0 when dry).
     WaterHeight {
         /// Column name.
         name: String,
@@ -514,15 +545,26 @@ pub enum GaugeSpec {
         /// Only fluid under this height counts.
         below: Option<f64>,
     },
+    /// Force and moment the fluid exerts on a wall or an obstacle: columns `NAME.fx`,
+    /// `NAME.fy` (`NAME.fz`), then `NAME.mx`, `NAME.my`, `NAME.mz` in 3D or `NAME.mz` in 2D.
+    Force {
+        /// Column name prefix.
+        name: String,
+        /// The solid: `wall.INDEX`, `obstacle.INDEX` (from 0, in file order) or its `name`.
+        on: String,
+        /// The point the moment is taken about; default the centre of the solid's min/max box.
+        about: Option<Vec<f64>>,
+    },
 }
 
 impl GaugeSpec {
     /// The column name.
     pub fn name(&self) -> &str {
         match self {
-            GaugeSpec::Pressure { name, .. } | GaugeSpec::WaterHeight { name, .. } | GaugeSpec::Front { name, .. } => {
-                name
-            }
+            GaugeSpec::Pressure { name, .. }
+            | GaugeSpec::WaterHeight { name, .. }
+            | GaugeSpec::Front { name, .. }
+            | GaugeSpec::Force { name, .. } => name,
         }
     }
 }

@@ -1,11 +1,12 @@
 //! Fill the case's boxes with particles on the dp lattice.
 
 use crate::buffers::Kind;
-use crate::case::{Aabb, Case, Initial};
+use crate::case::{Aabb, Case, Initial, Solid};
 use crate::decomp::SliceMap;
 use crate::grid::Grid;
 use crate::physics::constants::Constants;
 use std::f64::consts::PI;
+use std::ops::Range;
 
 /// Particles of a freshly filled case, in id order: fluid boxes, then walls, then obstacles.
 #[derive(Debug, Clone, Default)]
@@ -85,6 +86,19 @@ fn lattice(min: f64, max: f64, dp: f64) -> impl Iterator<Item = f64> {
     (0..n).map(move |i| min + (i as f64 + 0.5) * dp)
 }
 
+/// The global ids of a solid's particles as [`fill`] numbers them (fluid boxes, then each
+/// wall, then each obstacle, in case order; [`counts`]): each solid is one range, found
+/// without filling.
+pub fn solid_ids(case: &Case, solid: Solid) -> Range<u32> {
+    let c = counts(case);
+    let walls: u64 = c.walls.iter().sum();
+    let (start, len) = match solid {
+        Solid::Wall(k) => (c.fluid + c.walls[..k].iter().sum::<u64>(), c.walls[k]),
+        Solid::Obstacle(k) => (c.fluid + walls + c.obstacles[..k].iter().sum::<u64>(), c.obstacles[k]),
+    };
+    start as u32..(start + len) as u32
+}
+
 fn for_each_point(b: &Aabb, dim: usize, dp: f64, mut f: impl FnMut([f64; 3])) {
     let zs: Vec<f64> = if dim == 3 { lattice(b.min[2], b.max[2], dp).collect() } else { vec![0.0] };
     let ys: Vec<f64> = lattice(b.min[1], b.max[1], dp).collect();
@@ -94,6 +108,53 @@ fn for_each_point(b: &Aabb, dim: usize, dp: f64, mut f: impl FnMut([f64; 3])) {
                 f([x, y, z]);
             }
         }
+    }
+}
+
+/// Particles that [`fill`] makes, counted without making them (a case's size before it is
+/// built: memory checks, the share of fluid that left). Ids follow this order too: fluid
+/// boxes, then each wall, then each obstacle.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Fluid particles.
+    pub fluid: u64,
+    /// Boundary particles of each wall.
+    pub walls: Vec<u64>,
+    /// Boundary particles of each obstacle.
+    pub obstacles: Vec<u64>,
+}
+
+impl Counts {
+    /// Every particle.
+    pub fn total(&self) -> u64 {
+        self.fluid + self.walls.iter().sum::<u64>() + self.obstacles.iter().sum::<u64>()
+    }
+}
+
+/// Lattice points of a box (the count [`for_each_point`] visits).
+fn box_count(b: &Aabb, dim: usize, dp: f64) -> u64 {
+    (0..dim).map(|a| lattice(b.min[a], b.max[a], dp).count() as u64).product()
+}
+
+/// Count what [`fill`] would make: a wall is the lattice of its outer box less that of its
+/// enclosed box, axis by axis as the fill walks them.
+pub fn counts(case: &Case) -> Counts {
+    let (dim, dp) = (case.dim, case.dp);
+    let walls = case
+        .walls
+        .iter()
+        .map(|w| {
+            let inner: Vec<u64> =
+                (0..dim).map(|a| lattice(w.inner.min[a], w.inner.max[a], dp).count() as u64).collect();
+            let outer: u64 =
+                (0..dim).map(|a| inner[a] + w.layers as u64 * (w.faces[a][0] as u64 + w.faces[a][1] as u64)).product();
+            outer - inner.iter().product::<u64>()
+        })
+        .collect();
+    Counts {
+        fluid: case.fluid.iter().map(|b| box_count(b, dim, dp)).sum(),
+        walls,
+        obstacles: case.obstacles.iter().map(|b| box_count(b, dim, dp)).collect(),
     }
 }
 
@@ -223,6 +284,89 @@ fn initial_state(case: &Case, c: &Constants, b: &Aabb, x: [f64; 3]) -> ([f64; 3]
             let v = [-u0 * (k * px).cos() * (k * py).sin(), u0 * (k * px).sin() * (k * py).cos(), 0.0];
             let p = p_static - case.rho0 * u0 * u0 / 4.0 * ((2.0 * k * px).cos() + (2.0 * k * py).cos());
             (v, c.rel_density(p as f32 + c.pb))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::buffers::Kind;
+
+    /// The counts agree with the fill, object by object, for walls with some faces open.
+    #[test]
+    fn counts_match_the_fill() {
+        for text in [
+            r#"dp = 0.1
+               time = { end = 1.0 }
+               physics = { body_force = [0.0, -9.81] }
+               fluid = [{ min = [0.0, 0.0], max = [1.0, 0.55] }]
+               wall = [{ min = [0.0, 0.0], max = [2.0, 1.3], faces = ["x-", "x+", "y-"] }]
+               obstacle = [{ min = [1.5, 0.0], max = [1.7, 0.33] }]"#,
+            r#"dp = 0.05
+               time = { end = 1.0 }
+               physics = { body_force = [0.0, 0.0, -9.81] }
+               fluid = [{ min = [0.0, 0.0, 0.0], max = [0.5, 0.3, 0.2] }]
+               wall = [{ min = [0.0, 0.0, 0.0], max = [1.0, 0.3, 0.4], faces = ["x-", "x+", "y-", "y+", "z-"] },
+                       { min = [0.2, 0.1, 0.3], max = [0.3, 0.2, 0.35], layers = 1 }]
+               obstacle = [{ min = [0.7, 0.1, 0.0], max = [0.8, 0.2, 0.1] }]"#,
+        ] {
+            let case = Case::from_str(text, &[]).unwrap_or_else(|e| panic!("{e}"));
+            let f = fill(&case);
+            let c = counts(&case);
+            assert_eq!(c.fluid as usize, f.fluid_count());
+            assert_eq!(c.total() as usize, f.len());
+            let boundary = f.kind.iter().filter(|&&k| k == Kind::Boundary).count() as u64;
+            assert_eq!(c.walls.iter().sum::<u64>() + c.obstacles.iter().sum::<u64>(), boundary);
+            assert_eq!(c.obstacles.len(), case.obstacles.len());
+        }
+    }
+
+    /// Every solid's id range, counted without filling, holds exactly that solid's particles.
+    #[test]
+    fn solid_ids_match_the_fill() {
+        for (case, dim) in [
+            (
+                r#"dp = 0.1
+                time = { end = 1.0 }
+                physics = { body_force = [0.0, -9.81] }
+                fluid = [{ min = [0.0, 0.0], max = [0.4, 0.5] }, { min = [0.7, 0.0], max = [1.0, 0.3] }]
+                wall = [{ min = [0.0, 0.0], max = [1.0, 1.0], faces = ["x-", "y-"] },
+                        { min = [0.0, -0.3], max = [1.0, 1.0], faces = ["x+"], layers = 2 }]
+                obstacle = [{ min = [0.4, 0.0], max = [0.7, 0.2] }, { min = [0.5, 0.5], max = [0.6, 0.8] }]"#,
+                2,
+            ),
+            (
+                r#"dp = 0.1
+                time = { end = 1.0 }
+                physics = { body_force = [0.0, 0.0, -9.81] }
+                fluid = [{ min = [0.0, 0.0, 0.0], max = [0.4, 0.5, 0.3] }]
+                wall = [{ min = [0.0, 0.0, 0.0], max = [1.0, 0.5, 1.0] }]
+                obstacle = [{ min = [0.6, 0.1, 0.0], max = [0.8, 0.3, 0.2] }]"#,
+                3,
+            ),
+        ] {
+            let case = Case::from_str(case, &[]).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(case.dim, dim);
+            let filled = fill(&case);
+            let solids = (0..case.walls.len()).map(Solid::Wall).chain((0..case.obstacles.len()).map(Solid::Obstacle));
+            let mut next = filled.fluid_count() as u32;
+            for s in solids {
+                let r = solid_ids(&case, s);
+                assert_eq!(r.start, next, "{s:?}");
+                assert!(r.end > r.start, "{s:?}");
+                let inside = |b: &Aabb, x: [f64; 3]| (0..dim).all(|a| b.min[a] < x[a] && x[a] < b.max[a]);
+                for i in r.clone() {
+                    let x = filled.pos[i as usize];
+                    let ok = match s {
+                        Solid::Wall(k) => inside(&case.walls[k].outer(case.dp), x) && !inside(&case.walls[k].inner, x),
+                        Solid::Obstacle(k) => inside(&case.obstacles[k], x),
+                    };
+                    assert!(ok, "particle {i} at {x:?} is not in {s:?}");
+                }
+                next = r.end;
+            }
+            assert_eq!(next as usize, filled.len());
         }
     }
 }

@@ -4,6 +4,7 @@
 #![warn(missing_docs)]
 
 mod forces;
+mod loads;
 mod mdbc;
 mod sort;
 mod update;
@@ -14,9 +15,9 @@ use std::sync::Arc;
 use surge_core::backend::{Backend, Failure, ForceStats, Part, Snapshot, Update, UpdateStats};
 use surge_core::buffers::{self, BufferSet, Kind, ParticleArrays, ParticleState};
 use surge_core::case::{Case, Shifting};
-use surge_core::config::KernelKind;
+use surge_core::config::{KernelKind, OnExit};
 use surge_core::decomp::{Side, SliceMap};
-use surge_core::gauge::Interpolate;
+use surge_core::gauge::{Interpolate, ParticleLoad};
 use surge_core::geometry::Filled;
 use surge_core::grid::Grid;
 use surge_core::physics::constants::Constants;
@@ -56,6 +57,8 @@ pub struct CpuBackend {
     mdbc_range: Range<usize>,
     /// Largest values of the force pass so far.
     pass: ForceStats,
+    /// Fluid particles dropped since the start because they left the domain.
+    removed: u64,
 }
 
 impl CpuBackend {
@@ -104,6 +107,7 @@ impl CpuBackend {
             edges: [0..0, 0..0],
             mdbc_range: 0..0,
             pass: ForceStats::default(),
+            removed: 0,
         };
         be.solo_rebuild(&map, true).map_err(|f| f.to_string())?;
         Ok(be)
@@ -180,6 +184,10 @@ impl Backend for CpuBackend {
         self.own.len()
     }
 
+    fn removed(&self) -> u64 {
+        self.removed
+    }
+
     fn bytes_per_particle(&self) -> usize {
         bytes_per_particle(self.buffers, self.a.len(), self.grid.cell_count())
     }
@@ -196,19 +204,27 @@ impl Backend for CpuBackend {
         out: &mut [ParticleState; 2],
     ) -> Result<(), Failure> {
         let own = self.own.clone();
+        let mut leaving = Vec::new();
         if rekey {
+            let remove = self.case.on_exit == OnExit::Remove;
             let CpuBackend { whole, a, pool, .. } = self;
-            pool.install(|| sort::rekey(whole, a, own.clone())).map_err(Failure::Particle)?;
+            leaving = pool.install(|| sort::rekey(whole, a, own.clone(), remove)).map_err(Failure::Particle)?;
+            self.removed += leaving.len() as u64;
         }
-        // No copies held and no neighbour: every particle stays where it is (a device alone).
+        // No copies held, no neighbour and nothing removed: every particle stays where it is
+        // (a device alone).
         let everything = own == (0..self.a.len());
-        if !(everything && map.devices() == 1) {
+        if !(everything && map.devices() == 1 && leaving.is_empty()) {
             let axis = self.whole.split_axis();
             let (lo, hi) = map.window(me);
             let windows = Side::BOTH.map(|s| map.neighbour(me, s).map(|d| map.window(d)));
             let mut keep = Vec::with_capacity(own.len());
             let mut send = [Vec::new(), Vec::new()];
+            let mut leaving = leaving.iter().peekable();
             for i in own.clone() {
+                if leaving.next_if(|&&r| r as usize == i).is_some() {
+                    continue;
+                }
                 let l = self.a.cell[i][axis];
                 if l >= lo && l < hi {
                     keep.push(i as u32);
@@ -389,6 +405,12 @@ impl Interpolate for CpuBackend {
                 .map(|x| x[axis])
                 .reduce_with(f64::max)
         }))
+    }
+
+    fn boundary_loads(&mut self, ids: &[Range<u32>], out: &mut Vec<ParticleLoad>) -> Result<(), String> {
+        let CpuBackend { case, consts, grid, whole, a, cell_start, pool, own, .. } = self;
+        *out = pool.install(|| loads::boundary_loads(case, consts, grid, whole, cell_start, a, own.clone(), ids));
+        Ok(())
     }
 }
 

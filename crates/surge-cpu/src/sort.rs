@@ -5,34 +5,53 @@
 use rayon::prelude::*;
 use std::ops::Range;
 use surge_core::backend::BadParticle;
-use surge_core::buffers::ParticleArrays;
+use surge_core::buffers::{Kind, ParticleArrays};
 use surge_core::grid::Grid;
 
-/// Move the particles `range` to the cells that hold them. Fails with the lowest-id particle
-/// that left the domain or is not finite.
-pub(crate) fn rekey(grid: &Grid, a: &mut ParticleArrays, range: Range<usize>) -> Result<(), BadParticle> {
-    let bad = (a.cell[range.clone()].par_iter_mut(), a.pos[range.clone()].par_iter_mut(), a.info[range].par_iter())
-        .into_par_iter()
-        .filter_map(|(cell, pos, info)| match grid.rekey(*cell, *pos) {
-            Some((c, o)) => {
-                *cell = c;
-                *pos = o;
-                None
-            }
-            None => Some(info[0]),
-        })
-        .min();
-    if let Some(id) = bad {
-        let i = a.info.iter().position(|x| x[0] == id).expect("bad id exists");
+/// Move the particles `range` to the cells that hold them. A fluid particle that left the
+/// domain keeps its cell and, when `remove`, is listed (indices, ascending) for the caller
+/// to drop. Fails with the lowest-id particle that left the domain and is not removed (a
+/// boundary particle, or `remove` off), or is not finite.
+pub(crate) fn rekey(
+    grid: &Grid,
+    a: &mut ParticleArrays,
+    range: Range<usize>,
+    remove: bool,
+) -> Result<Vec<u32>, BadParticle> {
+    let first = range.start;
+    let left: Vec<u32> =
+        (a.cell[range.clone()].par_iter_mut(), a.pos[range.clone()].par_iter_mut(), a.info[range].par_iter())
+            .into_par_iter()
+            .enumerate()
+            .filter_map(|(k, (cell, pos, _))| match grid.rekey(*cell, *pos) {
+                Some((c, o)) => {
+                    *cell = c;
+                    *pos = o;
+                    None
+                }
+                None => Some((first + k) as u32),
+            })
+            .collect();
+    let mut bad: Option<(u32, [f64; 3], bool)> = None;
+    let mut removed = Vec::new();
+    for &i in &left {
+        let i = i as usize;
         let pos = grid.absolute(a.cell[i], a.pos[i]);
         let finite = pos.iter().all(|x| x.is_finite());
+        if remove && finite && a.info[i][1] == Kind::Fluid as u32 {
+            removed.push(i as u32);
+        } else if bad.is_none_or(|(id, _, _)| a.info[i][0] < id) {
+            bad = Some((a.info[i][0], pos, finite));
+        }
+    }
+    if let Some((id, pos, finite)) = bad {
         return Err(BadParticle {
             id,
             pos,
             reason: if finite { "left the domain" } else { "has a non-finite position" },
         });
     }
-    Ok(())
+    Ok(removed)
 }
 
 /// Key every particle by its stored cell in `grid`'s window (`2 * linear + kind`), sort by

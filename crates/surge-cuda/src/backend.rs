@@ -19,8 +19,9 @@ use surge_core::backend::{
 };
 use surge_core::buffers::{self, BufferId, BufferSet, ParticleState};
 use surge_core::case::{Case, Gauge};
+use surge_core::config::OnExit;
 use surge_core::decomp::{Side, SliceMap};
-use surge_core::gauge::Interpolate;
+use surge_core::gauge::{height_intervals, Interpolate, ParticleLoad};
 use surge_core::geometry::Filled;
 use surge_core::grid::Grid;
 use surge_core::physics::constants::Constants;
@@ -53,6 +54,8 @@ const SCAN_BLOCK: usize = 1024;
 const STATS_INIT: [u32; 8] = [0, 0, 0, 0, u32::MAX, 0, 0, 0];
 /// Index of the lowest failed id in the stats words (STAT_BAD_ID in step.cu).
 const STAT_BAD_ID: usize = 4;
+/// Index of the count of particles a rekey removed (STAT_REMOVED in step.cu).
+const STAT_REMOVED: usize = 6;
 
 /// Particles the per-particle buffers have room for when `n` are held: 30 % headroom plus
 /// 1024, so migration and copies rarely make a rebuild grow them.
@@ -77,6 +80,7 @@ struct Kernels {
     update: CudaFunction,
     gauge_sums: CudaFunction,
     front: CudaFunction,
+    boundary_loads: CudaFunction,
 }
 
 /// The particles a rebuild's sort drops: of the first `held` (those held before the
@@ -108,6 +112,8 @@ struct ScanLevel {
 pub struct CudaBackend {
     /// The case.
     case: Arc<Case>,
+    /// Fluid particles dropped since the start because they left the domain.
+    removed: u64,
     /// The case's constants (density and pressure for snapshots).
     consts: Constants,
     /// The whole grid.
@@ -216,6 +222,11 @@ pub struct CudaBackend {
     gauge_off: CudaSlice<u32>,
     gauge_out: CudaSlice<f64>,
     front_out: CudaSlice<u64>,
+    /// Force gauges: the id ranges, the entry counter and the entries of `boundary_loads_kernel`
+    /// (12 words each), grown when a sample needs more.
+    loads_ids: CudaSlice<u32>,
+    loads_count: CudaSlice<u32>,
+    loads_out: CudaSlice<u32>,
 }
 
 /// A CUDA failure, naming what was running.
@@ -421,6 +432,7 @@ impl CudaBackend {
             update: f("update_kernel")?,
             gauge_sums: f("gauge_sums_kernel")?,
             front: f("front_kernel")?,
+            boundary_loads: f("boundary_loads_kernel")?,
         };
         let stream = ctx.default_stream();
 
@@ -466,11 +478,8 @@ impl CudaBackend {
             .iter()
             .map(|g| match g {
                 Gauge::Pressure { .. } => 1,
-                Gauge::WaterHeight { .. } => {
-                    let v = case.dim - 1;
-                    ((case.domain.max[v] - case.domain.min[v]) / (0.5 * case.dp)).ceil() as usize + 1
-                }
-                Gauge::Front { .. } => 0,
+                Gauge::WaterHeight { .. } => height_intervals(case) + 1,
+                Gauge::Front { .. } | Gauge::Force { .. } => 0,
             })
             .sum::<usize>()
             .max(1);
@@ -501,6 +510,7 @@ impl CudaBackend {
             key: zeros(cap, "keys")?,
             perm: zeros(cap, "permutation")?,
             dropping: None,
+            removed: 0,
             cell_start: zeros(bins + 2, "cell starts")?,
             scan: scan_levels(&stream, bins + 2)?,
             stats: up(&STATS_INIT, 0, "stats")?,
@@ -533,6 +543,9 @@ impl CudaBackend {
             gauge_off: zeros(4 * max_points, "gauge points")?,
             gauge_out: stream.alloc_zeros::<f64>(2 * max_points).map_err(|e| fail("allocating gauge sums", e))?,
             front_out: stream.alloc_zeros::<u64>(1).map_err(|e| fail("allocating the front", e))?,
+            loads_ids: zeros(2, "force gauge ids")?,
+            loads_count: zeros(1, "force gauge counter")?,
+            loads_out: zeros(12, "force gauge loads")?,
             case: Arc::new(case.clone()),
             consts: Constants::of(case),
             win: whole.clone(),
@@ -665,11 +678,14 @@ impl CudaBackend {
     fn classify(&mut self, map: &SliceMap, me: usize, rekey: bool) -> Result<(usize, usize, usize), Failure> {
         let own = self.own.clone();
         let (first, count) = (own.start as i32, own.len() as i32);
+        let mut removed = 0;
         if rekey && count > 0 {
             self.reset_stats()?;
             {
+                let remove = (self.case.on_exit == OnExit::Remove) as i32;
                 let mut b = self.stream.launch_builder(&self.k.rekey);
-                b.arg(&first).arg(&count).arg(&mut self.cell).arg(&mut self.pos).arg(&self.info).arg(&mut self.stats);
+                b.arg(&first).arg(&count).arg(&remove);
+                b.arg(&mut self.cell).arg(&mut self.pos).arg(&self.info).arg(&mut self.stats);
                 // SAFETY: argument types match rekey_kernel; first + count <= n.
                 unsafe { b.launch(cfg(own.len())) }.map_err(|e| fail("rekey_kernel", e))?;
             }
@@ -677,10 +693,13 @@ impl CudaBackend {
             if s[STAT_BAD_ID] != u32::MAX {
                 return Err(Failure::Particle(self.bad_particle(s[STAT_BAD_ID], None)?));
             }
+            removed = s[STAT_REMOVED] as usize;
+            self.removed += removed as u64;
         }
-        // A device alone keeps every particle where it is (its window is the whole grid).
+        // A device alone keeps every particle where it is (its window is the whole grid) but
+        // those removed, which the sort drops.
         if map.devices() == 1 && own == (0..self.n) {
-            return Ok((own.len(), 0, 0));
+            return Ok((own.len() - removed, 0, 0));
         }
         let (lo, hi) = map.window(me);
         let window = |s: Side| map.neighbour(me, s).map_or((0, 0), |d| map.window(d));
@@ -1305,6 +1324,74 @@ impl CudaBackend {
         Ok((v[0] != 0).then(|| f64::from_bits(v[0]) - self.whole.cell[axis] + self.whole.origin[axis]))
     }
 
+    fn try_boundary_loads(&mut self, ids: &[Range<u32>], out: &mut Vec<ParticleLoad>) -> Result<(), String> {
+        out.clear();
+        let what = "boundary_loads_kernel";
+        // No more entries than owned particles, nor than ids asked for.
+        let asked: usize = ids.iter().map(|r| r.len()).sum();
+        let capacity = asked.min(self.own.len());
+        if ids.is_empty() || capacity == 0 {
+            return Ok(());
+        }
+        let words: Vec<u32> = ids.iter().flat_map(|r| [r.start, r.end]).collect();
+        if words.len() > self.loads_ids.len() {
+            self.loads_ids = self.stream.alloc_zeros::<u32>(words.len()).map_err(|e| fail(what, e))?;
+        }
+        if 12 * capacity > self.loads_out.len() {
+            self.loads_out = self.stream.alloc_zeros::<u32>(12 * capacity).map_err(|e| fail(what, e))?;
+        }
+        self.stream.memcpy_htod(&words, &mut self.loads_ids.slice_mut(0..words.len())).map_err(|e| fail(what, e))?;
+        self.stream.memset_zeros(&mut self.loads_count).map_err(|e| fail(what, e))?;
+        let (first, count, nranges, cap) =
+            (self.own.start as i32, self.own.len() as i32, ids.len() as i32, capacity as u32);
+        let (wlo, whi) = self.win.window;
+        {
+            let CudaBackend {
+                stream,
+                k,
+                pos,
+                vel,
+                cell,
+                info,
+                wall,
+                mdbc,
+                cell_start,
+                dummy,
+                loads_ids,
+                loads_count,
+                loads_out,
+                ..
+            } = self;
+            let mut b = stream.launch_builder(&k.boundary_loads);
+            b.arg(&first).arg(&count).arg(&wlo).arg(&whi).arg(&nranges).arg(&*loads_ids);
+            b.arg(&*pos).arg(&*vel).arg(&*cell).arg(&*info).arg(wall.as_ref().unwrap_or(dummy));
+            b.arg(mdbc.as_ref().unwrap_or(dummy)).arg(&*cell_start).arg(&cap).arg(loads_count).arg(loads_out);
+            // SAFETY: argument types match boundary_loads_kernel; first + count <= n; `loads_ids` holds
+            // 2 nranges words and `loads_out` 12 cap; `wall` is read only with laminar
+            // viscosity and `mdbc` only with mDBC, which allocate them.
+            unsafe { b.launch(cfg(self.own.len())) }.map_err(|e| fail(what, e))?;
+        }
+        let v = [self.loads_count.slice(0..1)];
+        let m = (read_words(&self.stream, &self.settled, &mut self.words_host, &v, what)?[0] as usize).min(capacity);
+        if m == 0 {
+            return Ok(());
+        }
+        // As in `try_fluid_sums`: the kernel is over (read_words waited), then the copy.
+        let mut host = vec![0u32; 12 * m];
+        self.stream.memcpy_dtoh(&self.loads_out.slice(0..12 * m), &mut host).map_err(|e| fail(what, e))?;
+        self.settle(what)?;
+        out.extend(host.chunks_exact(12).map(|e| {
+            let f = |w: u32| f32::from_bits(w);
+            let cell = [e[8] as i32, e[9] as i32, e[10] as i32, 0];
+            ParticleLoad {
+                id: e[3],
+                pos: self.whole.absolute(cell, [f(e[4]), f(e[5]), f(e[6]), 0.0]),
+                force: [f(e[0]), f(e[1]), f(e[2])],
+            }
+        }));
+        Ok(())
+    }
+
     /// The device buffer of a conserved buffer id; an error names one the case lacks.
     fn conserved(&self, id: BufferId) -> Result<&CudaSlice<u32>, String> {
         match id {
@@ -1396,6 +1483,10 @@ impl Backend for CudaBackend {
 
     fn len(&self) -> usize {
         self.own.len()
+    }
+
+    fn removed(&self) -> u64 {
+        self.removed
     }
 
     fn bytes_per_particle(&self) -> usize {
@@ -1785,6 +1876,10 @@ impl Interpolate for CudaBackend {
     fn fluid_front(&mut self, axis: usize, below: f64) -> Result<Option<f64>, String> {
         self.bind()?;
         self.try_front(axis, below)
+    }
+    fn boundary_loads(&mut self, ids: &[Range<u32>], out: &mut Vec<ParticleLoad>) -> Result<(), String> {
+        self.bind()?;
+        self.try_boundary_loads(ids, out)
     }
 }
 

@@ -22,6 +22,8 @@ pub const SOURCES: &[(&str, &str)] = &[
     ("physics/diffusion.cuh", include_str!("../../../kernels/physics/diffusion.cuh")),
     ("physics/pair.cuh", include_str!("../../../kernels/physics/pair.cuh")),
     ("physics/mdbc.cuh", include_str!("../../../kernels/physics/mdbc.cuh")),
+    ("physics/loads.cuh", include_str!("../../../kernels/physics/loads.cuh")),
+    ("loads.cu", include_str!("../../../kernels/loads.cu")),
 ];
 
 /// `step.cu` with every `#include "..."` replaced by the embedded file, each file once.

@@ -78,7 +78,13 @@ fn every_kernel_specialisation_compiles() {
                             let d = defines(&case, &grid);
                             let c = compile(&d, "compute_90").unwrap_or_else(|e| panic!("{o:?}: {e}"));
                             assert!(!c.cached);
-                            for k in ["forces_kernel", "update_kernel", "rekey_kernel", "gauge_sums_kernel"] {
+                            for k in [
+                                "forces_kernel",
+                                "update_kernel",
+                                "rekey_kernel",
+                                "gauge_sums_kernel",
+                                "boundary_loads_kernel",
+                            ] {
                                 assert!(c.ptx.contains(&format!(".entry {k}")), "{k} missing for {o:?}");
                             }
                             count += 1;

@@ -38,8 +38,9 @@ use crate::{with_path, write_atomic_with};
 
 /// The first bytes of every checkpoint file.
 pub const MAGIC: [u8; 8] = *b"SURGECKP";
-/// The format this build writes, and the newest it reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The format this build writes, and the newest it reads (2: the header counts the fluid
+/// particles removed, `Header::removed`).
+pub const FORMAT_VERSION: u32 = 2;
 /// The folder of the checkpoints inside an output directory.
 pub const DIR: &str = "checkpoints";
 
@@ -71,6 +72,8 @@ pub struct Header {
     pub last_disp: f64,
     /// Rebuilds done.
     pub rebuilds: u64,
+    /// Fluid particles removed so far because they left the domain.
+    pub removed: u64,
     /// Index of the next frame of the series.
     pub next_frame: u32,
     /// Wall seconds of the time loop up to this checkpoint, summed over the runs of a chain.
@@ -677,6 +680,7 @@ mod tests {
             drift: 1e-3 / 7.0,
             last_disp: 2e-5 / 3.0,
             rebuilds: 7,
+            removed: 3,
             next_frame: 3,
             wall_seconds: 1.5,
             grid: GridInfo::from(&grid()),

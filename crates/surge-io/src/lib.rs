@@ -62,8 +62,11 @@ pub struct Summary {
     pub case: String,
     /// All particles, fluid and boundary.
     pub particles: u64,
-    /// Fluid particles.
+    /// Fluid particles (at this run's first frame).
     pub fluid_particles: u64,
+    /// Fluid particles removed because they left the domain, over the whole chain of runs.
+    #[serde(default)]
+    pub removed_particles: u64,
     /// Boundary particles.
     pub boundary_particles: u64,
     /// Time steps taken.

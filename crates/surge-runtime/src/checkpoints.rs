@@ -54,7 +54,15 @@ impl Restart {
     /// The simulation's clock and rebuild bookkeeping at the checkpoint.
     pub fn step_state(&self) -> StepState {
         let h = &self.checkpoint.header;
-        StepState { step: h.step, time: h.time, dt: h.dt, drift: h.drift, last_disp: h.last_disp, rebuilds: h.rebuilds }
+        StepState {
+            step: h.step,
+            time: h.time,
+            dt: h.dt,
+            drift: h.drift,
+            last_disp: h.last_disp,
+            rebuilds: h.rebuilds,
+            removed: h.removed,
+        }
     }
 }
 
@@ -114,7 +122,7 @@ pub(crate) fn header(
     (rank, ranks): (usize, usize),
     slices: &[(usize, (i32, i32), u64)],
 ) -> io::Result<Header> {
-    let StepState { step, time, dt, drift, last_disp, rebuilds } = state;
+    let StepState { step, time, dt, drift, last_disp, rebuilds, removed } = state;
     let grid = particles.grid().ok_or_else(|| {
         io::Error::other("cannot write a checkpoint: the backend did not say which grid its particles' cells refer to")
     })?;
@@ -130,6 +138,7 @@ pub(crate) fn header(
         drift,
         last_disp,
         rebuilds,
+        removed,
         next_frame,
         wall_seconds,
         grid: GridInfo::from(grid),

@@ -193,13 +193,18 @@ pub fn simulation(case: &Case, req: &DeviceRequest) -> Result<Loaded, String> {
 pub fn simulation_on(case: &Case, req: &DeviceRequest, cluster: Arc<dyn Cluster>) -> Result<Loaded, String> {
     crate::worker::links_mode()?;
     let req = &req.for_rank(cluster.as_ref());
-    let filled = fill(case);
     let (resolved, note) = resolve(req)?;
     let k = match &resolved {
         Resolved::Cpu => req.workers.max(1),
         Resolved::Cuda(o) => o.len(),
     };
     let ranks = cluster.size();
+    // Before any particle is built: a case too large for the host is refused, not killed.
+    let gpu = matches!(resolved, Resolved::Cuda(_));
+    if let Some(line) = crate::memory::refusal(case, gpu, k, 1.0 / ranks as f64)? {
+        return Err(line);
+    }
+    let filled = fill(case);
     if ranks > 1 {
         let ks = cluster.all_gather(&[k as f64]);
         if ks.iter().any(|&x| x as usize != k) {

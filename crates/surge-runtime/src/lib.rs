@@ -10,6 +10,7 @@ mod checkpoints;
 pub mod cluster;
 mod device;
 pub mod exchange;
+pub mod memory;
 mod run;
 mod simulation;
 pub mod team;

@@ -65,6 +65,8 @@ pub struct Progress {
     pub wall: f64,
     /// Steps per wall second so far.
     pub steps_per_second: f64,
+    /// Fluid particles removed so far because they left the domain.
+    pub removed: u64,
 }
 
 /// What the manager reports while it runs (progress bar, logs).
@@ -121,6 +123,8 @@ enum Msg {
         snap: Snapshot,
         /// Fluid particles over every rank (frame 0 only).
         fluid: Option<u64>,
+        /// Fluid particles removed so far.
+        removed: u64,
     },
     Gauges {
         time: f64,
@@ -212,6 +216,7 @@ pub fn run(
         summary.boundary_particles = summary.particles - summary.fluid_particles;
         summary.frames = h.next_frame as u64;
         summary.restarted_from = Some(r.path.display().to_string());
+        summary.removed_particles = h.removed;
         let state = r.step_state();
         sim.restore(state, r.checkpoint.particles).map_err(|e| not_started(format!("{}: {e}", r.path.display())))?;
         tracing::info!(
@@ -227,10 +232,11 @@ pub fn run(
     let mut frames = FrameWriter::create(&opts.out_dir, &case.name, case.dim, &case.formats)
         .map_err(|e| (e.into(), None))?
         .with_piece(rank, ranks);
-    let names: Vec<String> = case.gauges.iter().map(|g| g.name().to_string()).collect();
+    // The gauges' columns, then the count of fluid particles removed so far.
+    let names: Vec<String> = surge_core::gauge::columns(case).into_iter().chain(["removed".into()]).collect();
     let gauge_path = opts.out_dir.join("gauges.csv");
     // Every rank evaluates the gauges (a collective); rank 0 writes them.
-    let mut gauges = match (names.is_empty() || !root, start.restarted && gauge_path.exists()) {
+    let mut gauges = match (case.gauges.is_empty() || !root, start.restarted && gauge_path.exists()) {
         (true, _) => None,
         (false, true) => Some(GaugeWriter::resume(&gauge_path, &names, sim.time()).map_err(|e| {
             if e.kind() == std::io::ErrorKind::InvalidData {
@@ -283,11 +289,17 @@ pub fn run(
     for msg in rx {
         let r: Result<(), RunError> = (|| {
             match msg {
-                Msg::Frame { index, time, snap, fluid } => {
+                Msg::Frame { index, time, snap, fluid, removed } => {
                     if let Some(f) = fluid {
                         summary.fluid_particles = f;
                         summary.boundary_particles = summary.particles - summary.fluid_particles;
                     }
+                    if removed > summary.removed_particles && root {
+                        tracing::info!(
+                            "frame {index} at t = {time:.4} s: {removed} fluid particles have left the domain so far"
+                        );
+                    }
+                    summary.removed_particles = removed;
                     let files = frames.write_frame(index, time, &snap)?;
                     summary.frames += 1;
                     obs.frame(index, time, &files);
@@ -297,7 +309,10 @@ pub fn run(
                         g.write_row(time, &values)?;
                     }
                 }
-                Msg::Progress(p) => obs.progress(&p),
+                Msg::Progress(p) => {
+                    summary.removed_particles = p.removed;
+                    obs.progress(&p)
+                }
                 Msg::Checkpoint { state, next_frame, wall, particles, slices } => {
                     let header =
                         checkpoints::header(case, state, next_frame, wall, &particles, (rank, ranks), &slices)?;
@@ -436,8 +451,9 @@ impl Schedule {
 
 /// The time loop of the worker. At each step's end, in this order: gauge row, frame,
 /// checkpoint (when due, at the end of the run when checkpoints are on, or when the stop
-/// flag is set), then done or stopped. Checkpoints never shorten a step (frames and gauges
-/// do, to land on their times), so writing them does not change the run.
+/// flag is set), then done or stopped. Nothing shortens a step: each is written at the first
+/// step end at or after its time, with that step's time, so writing them (at any interval)
+/// does not change the run, and a run stopped at its end continues as if it never stopped.
 fn worker_loop(sim: &mut Simulation, opts: &RunOptions, start: Start, tx: &mpsc::SyncSender<Msg>) {
     let end = sim.case().end_time;
     let t0 = sim.time();
@@ -467,6 +483,8 @@ fn worker_loop(sim: &mut Simulation, opts: &RunOptions, start: Start, tx: &mpsc:
                 Ok(v) => v,
                 Err(e) => return failed(sim, e),
             };
+            let mut values = values;
+            values.push(sim.removed() as f64);
             if !send(Msg::Gauges { time: t, values }) {
                 return;
             }
@@ -482,7 +500,7 @@ fn worker_loop(sim: &mut Simulation, opts: &RunOptions, start: Start, tx: &mpsc:
                 sim.cluster().sum(&mut f);
                 f[0] as u64
             });
-            if !send(Msg::Frame { index: frame_index, time: t, snap, fluid }) {
+            if !send(Msg::Frame { index: frame_index, time: t, snap, fluid, removed: sim.removed() }) {
                 return;
             }
             frame_index += 1;
@@ -521,6 +539,7 @@ fn worker_loop(sim: &mut Simulation, opts: &RunOptions, start: Start, tx: &mpsc:
                 dt: sim.dt(),
                 wall,
                 steps_per_second: if wall > 0.0 { (sim.steps() - start.step) as f64 / wall } else { 0.0 },
+                removed: sim.removed(),
             };
             if !send(Msg::Progress(p)) {
                 return;
@@ -535,8 +554,10 @@ fn worker_loop(sim: &mut Simulation, opts: &RunOptions, start: Start, tx: &mpsc:
             send(Msg::Interrupted { steps: sim.steps(), time: t, wall });
             return;
         }
-        let limit = end.min(frame.time()).min(if sim.case().gauges.is_empty() { end } else { gauge.time() });
-        if let Err(error) = sim.step(limit) {
+        // Nothing shortens a step: frames and gauges read the state at the first step end at
+        // or after their times, so sampling never changes the run (docs/ARCHITECTURE.md,
+        // "Sampling"); the last step may pass the end time.
+        if let Err(error) = sim.step(f64::INFINITY) {
             return failed(sim, error);
         }
     }

@@ -28,15 +28,20 @@ pub struct StepError {
 }
 
 impl StepError {
-    /// True when the physics diverged (rather than the device failing).
+    /// True when the physics diverged or the fluid left the domain (rather than the device
+    /// failing).
     pub fn diverged(&self) -> bool {
-        matches!(self.failure, Failure::Particle(_))
+        matches!(self.failure, Failure::Particle(_) | Failure::Leaving { .. })
     }
 }
 
 impl fmt::Display for StepError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let what = if self.diverged() { "the run diverged" } else { "the device failed" };
+        let what = match self.failure {
+            Failure::Particle(_) => "the run diverged",
+            Failure::Leaving { .. } => "the run stopped",
+            Failure::Device(_) => "the device failed",
+        };
         write!(f, "{what} at step {} (t = {:.6} s): {}", self.step, self.time, self.failure)
     }
 }
@@ -62,6 +67,8 @@ pub struct StepState {
     pub last_disp: f64,
     /// Rebuilds done.
     pub rebuilds: u64,
+    /// Fluid particles removed so far because they left the domain (over every device).
+    pub removed: u64,
 }
 
 /// Wall seconds spent in each stage since the start (backends finish their work before a
@@ -210,6 +217,10 @@ impl Simulation {
     /// Rebuilds done (re-key and sort).
     pub fn rebuilds(&self) -> u64 {
         self.clock.rebuilds
+    }
+    /// Fluid particles removed so far because they left the domain.
+    pub fn removed(&self) -> u64 {
+        self.clock.removed
     }
 
     fn error(&self, e: DeviceError) -> StepError {

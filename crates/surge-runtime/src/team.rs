@@ -6,13 +6,14 @@ use crate::cluster::Cluster;
 use crate::exchange::{self, Exchange};
 use crate::simulation::StepState;
 use crate::worker::{DeviceError, DeviceReport, Worker};
+use std::ops::Range;
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use surge_core::backend::{Backend, Failure, Snapshot};
 use surge_core::buffers::ParticleState;
 use surge_core::decomp::SliceMap;
-use surge_core::gauge::Interpolate;
+use surge_core::gauge::{Interpolate, ParticleLoad};
 use surge_core::grid::Grid;
 use surge_core::Case;
 
@@ -25,6 +26,7 @@ enum Cmd {
     Snapshot,
     Sums(Vec<[f64; 3]>),
     Front(usize, f64),
+    Loads(Vec<Range<u32>>),
     Export,
     Import(StepState, ParticleState, SliceMap),
     Report,
@@ -36,6 +38,7 @@ enum Reply {
     Snapshot(Result<Snapshot, Failure>),
     Sums(Result<Vec<(f64, f64)>, String>),
     Front(Result<Option<f64>, String>),
+    Loads(Result<Vec<ParticleLoad>, String>),
     Export(Result<ParticleState, Failure>),
     Import(Result<(), String>),
     Report(DeviceReport),
@@ -73,6 +76,10 @@ fn serve(mut w: Worker, rx: Receiver<Cmd>, tx: Sender<Reply>) {
                 Reply::Sums(w.backend.fluid_sums(&xs, &mut out).map(|_| out))
             }
             Cmd::Front(axis, below) => Reply::Front(w.backend.fluid_front(axis, below)),
+            Cmd::Loads(ids) => {
+                let mut out = Vec::new();
+                Reply::Loads(w.backend.boundary_loads(&ids, &mut out).map(|_| out))
+            }
             Cmd::Export => {
                 let mut s = ParticleState::default();
                 Reply::Export(w.backend.export_state(&mut s).map(|_| s))
@@ -348,6 +355,43 @@ impl Interpolate for Team {
         let mut v = [best.unwrap_or(f64::NEG_INFINITY)];
         self.cluster.max(&mut v);
         Ok((v[0] > f64::NEG_INFINITY).then_some(v[0]))
+    }
+
+    /// Every device's loads, then every rank's (gathered to all ranks, exactly: ids,
+    /// positions and float32 forces all fit f64), so every rank holds every particle's load
+    /// and [`surge_core::gauge::evaluate`] sums them in id order, as one device would.
+    fn boundary_loads(&mut self, ids: &[Range<u32>], out: &mut Vec<ParticleLoad>) -> Result<(), String> {
+        out.clear();
+        for r in self.all(|_| Cmd::Loads(ids.to_vec())) {
+            match r {
+                Some(Reply::Loads(Ok(mut v))) => out.append(&mut v),
+                Some(Reply::Loads(Err(e))) => return Err(e),
+                _ => return Err("a device's worker stopped".into()),
+            }
+        }
+        if self.cluster.size() == 1 {
+            return Ok(());
+        }
+        // A collective needs the same length on every rank: pad to the longest.
+        const WORDS: usize = 7;
+        let counts = self.cluster.all_gather(&[out.len() as f64]);
+        let longest = counts.iter().fold(0.0f64, |a, &b| a.max(b)) as usize;
+        let mut mine = vec![0.0f64; WORDS * longest];
+        for (l, w) in out.iter().zip(mine.chunks_exact_mut(WORDS)) {
+            let f = l.force.map(f64::from);
+            w.copy_from_slice(&[l.id as f64, l.pos[0], l.pos[1], l.pos[2], f[0], f[1], f[2]]);
+        }
+        let all = self.cluster.all_gather(&mine);
+        out.clear();
+        for (rank, &count) in counts.iter().enumerate() {
+            let words = &all[rank * WORDS * longest..][..WORDS * count as usize];
+            out.extend(words.chunks_exact(WORDS).map(|w| ParticleLoad {
+                id: w[0] as u32,
+                pos: [w[1], w[2], w[3]],
+                force: [w[4] as f32, w[5] as f32, w[6] as f32],
+            }));
+        }
+        Ok(())
     }
 }
 

@@ -85,6 +85,10 @@ pub(crate) struct Worker {
     pending: Option<SliceMap>,
     pub clock: StepState,
     half_skin: f64,
+    /// Fluid particles at the start (of the whole case): the base of `domain.max_removed`.
+    fluid: u64,
+    /// [`Backend::removed`] as last added into the clock's count.
+    counted: u64,
     pub times: DeviceTimes,
     /// Seconds of work (forces, updates, rebuilds; waiting for other devices excluded)
     /// since the last balancing decision.
@@ -111,7 +115,10 @@ impl Worker {
     /// rebuild); [`Worker::rebuild`] brings the copies.
     pub fn new(case: &Case, backend: Box<dyn Backend>, ex: Box<dyn Exchange>, map: SliceMap) -> Worker {
         let half_skin = 0.5 * backend.skin();
+        let counted = backend.removed();
         Worker {
+            fluid: surge_core::geometry::counts(case).fluid,
+            counted,
             backend,
             ex,
             case: case.clone(),
@@ -477,7 +484,8 @@ impl Worker {
     /// [`crate::Simulation::step`]).
     pub fn step(&mut self, limit: f64) -> Result<(), DeviceError> {
         let c = self.clock;
-        if !(c.drift + 2.0 * c.last_disp <= self.half_skin) {
+        let rebuilt = !(c.drift + 2.0 * c.last_disp <= self.half_skin);
+        if rebuilt {
             self.rebuild(true)?;
             self.clock.drift = 0.0;
             self.clock.rebuilds += 1;
@@ -510,10 +518,25 @@ impl Worker {
                 }
             }
         }
+        // After a rebuild (every device rebuilt), the fluid each device removed rides on the
+        // same reduction: device d's count in slot 1 + d, the others 0, so the max is each
+        // count, summed exactly below.
         let mut v = vec![disp];
+        let fresh = self.backend.removed() - self.counted;
+        if rebuilt {
+            v.resize(1 + self.map.devices(), 0.0);
+            v[1 + self.me()] = fresh as f64;
+            self.counted += fresh;
+        }
         self.reduce(&mut v)?;
         let disp = v[0];
+        let removed = self.clock.removed + v[1..].iter().sum::<f64>() as u64;
+        if removed > 0 && removed as f64 > self.case.max_removed * self.fluid as f64 {
+            let share = self.case.max_removed;
+            return Err(Some(Failure::Leaving { removed, fluid: self.fluid, share }));
+        }
         let clock = &mut self.clock;
+        clock.removed = removed;
         clock.drift += disp;
         clock.last_disp = disp;
         clock.dt = dt;

@@ -6,6 +6,7 @@ pub mod diffusion;
 pub mod dt;
 pub mod eos;
 pub mod kernel;
+pub mod loads;
 pub mod mdbc;
 pub mod options;
 pub mod pair;

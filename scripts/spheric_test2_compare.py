@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""SPHERIC Test 2 against the experiment, in the figures the issue's check uses.
+
+    scripts/spheric_test2_compare.py RUN/gauges.csv [tests/data/spheric_test2_kleefsman2005.csv]
+
+Prints one table: P1's 10-ms-averaged impact peak and its plateau (mean over 0.45 s to the
+end of both series, at most 2 s), the first wetting of the height gauges behind and in front
+of the box (H1-H3: the first time the water is 0.01 m deep), and each height gauge's maximum
+(over the common time span); the run, the experiment and the difference, with the issue's
+tolerances (15 %, 0.02 s, 10 %) marked. Standard library only: runs on a GPU host as it is.
+"""
+import csv
+import os
+import sys
+
+WET = 0.01  # m: a height gauge is wet from this depth on
+AVERAGE = 0.01  # s: the SPHERIC comparison's moving average of pressures
+
+
+def read(path):
+    rows = [r for r in csv.reader(line for line in open(path) if not line.startswith("#"))]
+    head = [h.strip() for h in rows[0]]
+    cols = {h: [] for h in head}
+    for r in rows[1:]:
+        if len(r) != len(head):
+            continue
+        for h, v in zip(head, r):
+            cols[h].append(float(v))
+    t = cols.get("time") or cols.get("Time (s)")
+    return t, cols
+
+
+def centred_average(t, v, window):
+    out, lo, hi, acc = [], 0, 0, 0.0
+    for i, ti in enumerate(t):
+        while hi < len(t) and t[hi] <= ti + window / 2:
+            acc += v[hi]
+            hi += 1
+        while t[lo] < ti - window / 2:
+            acc -= v[lo]
+            lo += 1
+        out.append(acc / (hi - lo))
+    return out
+
+
+def first_wet(t, h):
+    return next((ti for ti, hi in zip(t, h) if hi >= WET), None)
+
+
+def main():
+    run = sys.argv[1]
+    here = os.path.dirname(os.path.abspath(__file__))
+    ref = sys.argv[2] if len(sys.argv) > 2 else os.path.join(here, "..", "tests", "data",
+                                                              "spheric_test2_kleefsman2005.csv")
+    ts, s = read(run)
+    te, e = read(ref)
+    end = min(ts[-1], te[-1], 2.0)
+    cut = lambda t, v: ([a for a in t if a <= end], [b for a, b in zip(t, v) if a <= end])
+    lines = []
+
+    def row(what, sim, exp, tol, relative):
+        if sim is None or exp is None:
+            lines.append((what, sim, exp, "", "n/a"))
+            return
+        diff = (sim - exp) / abs(exp) if relative else sim - exp
+        ok = abs(diff) <= tol
+        shown = f"{100 * diff:+.1f} %" if relative else f"{diff:+.3f} s"
+        lines.append((what, sim, exp, shown, "within" if ok else "OUTSIDE"))
+
+    if "P1" in s and "P1" in e:
+        t1, p1 = cut(ts, centred_average(ts, s["P1"], AVERAGE))
+        t2, q1 = cut(te, centred_average(te, e["P1"], AVERAGE))
+        row("P1 peak, 10-ms average (Pa)", max(p1), max(q1), 0.15, True)
+        plateau = lambda t, v: sum(b for a, b in zip(t, v) if a >= 0.45) / max(1, sum(1 for a in t if a >= 0.45))
+        row(f"P1 plateau 0.45-{end:.2f} s (Pa)", plateau(t1, p1), plateau(t2, q1), 0.15, True)
+    for g in ["H1", "H2", "H3"]:
+        if g in s and g in e:
+            row(f"{g} first wetting (s, >= {WET} m)", first_wet(ts, s[g]), first_wet(te, e[g]), 0.02, False)
+    for g in ["H1", "H2", "H3", "H4"]:
+        if g in s and g in e:
+            row(f"{g} maximum to {end:.2f} s (m)", max(cut(ts, s[g])[1]), max(cut(te, e[g])[1]), 0.10, True)
+    print(f"SPHERIC Test 2: {run} against {os.path.basename(ref)} (t <= {end:.2f} s)")
+    print(f"{'figure':<34} {'surge':>12} {'experiment':>12} {'difference':>11}  tolerance")
+    for what, sim, exp, shown, verdict in lines:
+        f = lambda x: "-" if x is None else f"{x:12.4g}"
+        print(f"{what:<34} {f(sim)} {f(exp)} {shown:>11}  {verdict}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,116 @@
+//! Particles that leave the domain (`[domain] on_exit`, `max_removed`): a jet thrown out of
+//! an open box (tests/cases/jet_2d.toml) is removed at rebuilds and counted, not fatal.
+//! Checks are exact: fluid particles remaining + removed = the initial fluid (every fluid
+//! particle has the same mass, so this is the mass balance), removal is bitwise the same on
+//! 1, 2 and 3 devices and across a restart, and the two ways to stop say why.
+
+mod common;
+
+use common::*;
+use surge_core::backend::Failure;
+use surge_core::buffers::ParticleState;
+use surge_core::geometry::counts;
+use surge_core::Case;
+use surge_runtime::Simulation;
+
+fn jet(overrides: &[&str]) -> Case {
+    let path = repo_file("tests/cases/jet_2d.toml");
+    let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+    Case::from_file(&path, &o).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Step until the end time (no step shortened, as `surge run` does).
+fn run_to(sim: &mut Simulation, t: f64) {
+    while sim.time() < t {
+        sim.step(f64::INFINITY).unwrap_or_else(|e| panic!("{e}"));
+    }
+}
+
+fn fluid_left(sim: &mut Simulation) -> u64 {
+    let s = sim.snapshot().unwrap();
+    fluid(&s).count() as u64
+}
+
+#[test]
+fn a_jet_out_of_an_open_box_is_removed_and_counted() {
+    let case = jet(&[]);
+    let initial = counts(&case).fluid;
+    let mut sim = sim(&case, 2);
+    run_to(&mut sim, case.end_time);
+    let (left, removed) = (fluid_left(&mut sim), sim.removed());
+    assert!(removed > 10 && left > 10, "the jet should lose part of its fluid: {removed} removed, {left} left");
+    assert_eq!(left + removed, initial, "remaining + removed must be the initial fluid exactly");
+}
+
+#[test]
+fn removal_is_bitwise_the_same_on_1_2_and_3_devices() {
+    for split in ["x", "y"] {
+        let case = jet(&[&format!("decomposition.split_axis=\"{split}\"")]);
+        let mut one = sim_devices(&case, 1);
+        run_to(&mut one, case.end_time);
+        let reference = one.snapshot().unwrap();
+        assert!(one.removed() > 0);
+        for n in [2, 3] {
+            let mut many = sim_devices(&case, n);
+            run_to(&mut many, case.end_time);
+            assert_eq!(many.removed(), one.removed(), "{n} devices split along {split}: removed count");
+            assert_same_particles(&many.snapshot().unwrap(), &reference, &format!("{n} devices along {split}"));
+        }
+    }
+}
+
+#[test]
+fn a_restart_after_removals_continues_bitwise() {
+    let case = jet(&[]);
+    let mut straight = sim(&case, 2);
+    run_to(&mut straight, case.end_time);
+
+    let mut first = sim(&case, 2);
+    run_to(&mut first, 0.25);
+    assert!(first.removed() > 0, "the checkpoint should fall after some removals");
+    let mut particles = ParticleState::default();
+    first.export_particles(&mut particles).unwrap();
+    let state = first.step_state();
+    let mut second = sim(&case, 1);
+    second.restore(state, particles).unwrap();
+    assert_eq!(second.removed(), first.removed());
+    run_to(&mut second, case.end_time);
+    assert_eq!(second.removed(), straight.removed());
+    assert_same_particles(&second.snapshot().unwrap(), &straight.snapshot().unwrap(), "restarted");
+}
+
+#[test]
+fn on_exit_stop_names_the_particle_that_left() {
+    let case = jet(&["domain.on_exit=\"stop\""]);
+    let mut sim = sim(&case, 2);
+    let e = loop {
+        if let Err(e) = sim.step(f64::INFINITY) {
+            break e;
+        }
+        assert!(sim.time() < case.end_time, "the jet should leave the domain");
+    };
+    assert!(e.diverged());
+    assert!(matches!(e.failure, Failure::Particle(_)), "{e}");
+    assert!(e.to_string().contains("left the domain"), "{e}");
+}
+
+#[test]
+fn the_run_stops_when_more_than_the_allowed_share_left() {
+    let case = jet(&["domain.max_removed=0.1"]);
+    let initial = counts(&case).fluid;
+    let mut sim = sim(&case, 2);
+    let e = loop {
+        if let Err(e) = sim.step(f64::INFINITY) {
+            break e;
+        }
+        assert!(sim.time() < case.end_time, "more than 10 % of the jet should leave");
+    };
+    match e.failure {
+        Failure::Leaving { removed, fluid, share } => {
+            assert_eq!((fluid, share), (initial, 0.1));
+            assert!(removed as f64 > 0.1 * initial as f64);
+        }
+        ref f => panic!("expected the share to stop the run, got {f}"),
+    }
+    assert!(e.to_string().contains("domain.max_removed"), "{e}");
+}
