@@ -472,7 +472,11 @@ extern "C" __global__ void update_kernel(int n, int which, float dt, float4 *pos
             d1 = db + dd * k;
         }
 #endif
+#if MDBC
+        if (!fluid) d1 = d;  // the density of the last mDBC pass
+#else
         if (!fluid) d1 = fmaxf(d1, 0.0f);
+#endif
 #if SHIFT
         if (fluid && which != UPDATE_PREDICTOR) {
             const float4 sh = shift[i];

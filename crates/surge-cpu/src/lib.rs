@@ -345,7 +345,8 @@ impl Backend for CpuBackend {
     fn update(&mut self, which: Update, dt: f64) -> Result<UpdateStats, Failure> {
         let CpuBackend { case, consts, grid, a, pool, .. } = self;
         let shift = (case.shifting != Shifting::None).then_some((consts.shift_ah, consts.shift_threshold));
-        pool.install(|| update::update(grid, a, which, dt, shift)).map_err(Failure::Particle)
+        let mdbc = case.boundary.is_mdbc();
+        pool.install(|| update::update(grid, a, which, dt, shift, mdbc)).map_err(Failure::Particle)
     }
 
     fn snapshot(&mut self, out: &mut Snapshot) -> Result<(), Failure> {

@@ -13,12 +13,16 @@ type Moved = (f32, f32, Option<u32>);
 /// particles keep their (constant) velocity and only integrate density, never below rho0
 /// (dynamic boundaries must not attract fluid). `shift` is `(A h, surface threshold)` when
 /// shifting is on: full updates move fluid by `-A h |v| dt grad C` away from the free surface.
+/// With `mdbc` boundary particles keep the density their last mDBC pass gave them (the
+/// stored state is then that of the last force pass, for output and loads; the next pass
+/// sets it anew whatever it is).
 pub(crate) fn update(
     grid: &Grid,
     a: &mut ParticleArrays,
     which: Update,
     dt: f64,
     shift: Option<(f32, f32)>,
+    mdbc: bool,
 ) -> Result<UpdateStats, BadParticle> {
     let dt = dt as f32;
     let half = 0.5 * dt;
@@ -26,7 +30,13 @@ pub(crate) fn update(
     let grad_c: &[[f32; 4]] = grad_c;
     // Store the new state, shifted when due, and report on it.
     let finish = |i: usize, fluid: bool, pos: &mut [f32; 4], vel: &mut [f32; 4], x1: V3, v1: V3, d1: f32| -> Moved {
-        let d1 = if fluid { d1 } else { d1.max(0.0) };
+        let d1 = if fluid {
+            d1
+        } else if mdbc {
+            vel[3]
+        } else {
+            d1.max(0.0)
+        };
         let x1 = match shift {
             Some((ah, threshold)) if fluid && which != Update::Predictor && grad_c[i][3] >= threshold => {
                 x1 - V3::from4(grad_c[i]) * (ah * v1.norm2().sqrt() * dt)
