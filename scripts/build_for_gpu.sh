@@ -10,17 +10,13 @@ if cargo build --release --features mpi; then
 fi
 cargo build --release
 cp target/release/surge .device/
-cargo test --release --workspace --no-run --message-format=json 2>/dev/null \
-    | python3 -c '
-import json, sys, shutil
-for line in sys.stdin:
-    m = json.loads(line)
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"]:
-        name = m["target"]["name"]
-        if name in ("gpu_parity", "peer_copy", "physics_channel_flows", "physics_hydrostatic", "physics_taylor_green", "physics_dam_break", "physics_loads", "determinism", "decomposition", "devices", "removal", "sampling"):
-            shutil.copy(m["executable"], ".device/" + name)
-            print(".device/" + name)
-'
+# Every test binary cargo reports ("Executable tests/NAME.rs (target/release/deps/NAME-HASH)"),
+# fresh or rebuilt, for the tests the GPU scripts run.
+want=" gpu_parity peer_copy physics_channel_flows physics_hydrostatic physics_taylor_green physics_dam_break physics_loads determinism decomposition devices removal sampling "
+cargo test --release --workspace --no-run 2>&1 | sed -n 's/^ *Executable tests\/\([a-z_0-9]*\)\.rs (\(.*\))$/\1 \2/p' |
+    while read -r name exe; do
+        case "$want" in *" $name "*) cp "$exe" ".device/$name" && echo ".device/$name" ;; esac
+    done
 strip .device/*
 # The scaling harness (benches/scaling.rs); there: .device/scaling --surge .device/surge-mpi ...
 f=$(cargo bench --features mpi --bench scaling --no-run 2>&1 | grep -o "target/release/deps/scaling-[0-9a-f]*" | head -n 1)
