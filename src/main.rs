@@ -362,7 +362,11 @@ fn cmd_check(path: &Path, common: &Common) -> Result<(), Failure> {
             if ratio < 10.0 { " (below the usual 10 x: density may vary more than 1 %)" } else { "" }
         );
     }
-    println!("physics     viscosity {visc}, density diffusion {diff}, {:?} time stepping", case.scheme);
+    let walls = match case.boundary {
+        surge_core::case::Boundary::Dbc => "dynamic (dbc)".to_string(),
+        surge_core::case::Boundary::Mdbc { slip } => format!("mdbc ({})", if slip { "free slip" } else { "no-slip" }),
+    };
+    println!("physics     viscosity {visc}, density diffusion {diff}, {:?} time stepping, {walls} walls", case.scheme);
     println!(
         "grid        {:?} cells of {:.6} m, split along {}",
         &grid.n[..case.dim],
