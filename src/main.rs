@@ -402,7 +402,7 @@ fn cmd_check(path: &Path, common: &Common) -> Result<(), Failure> {
         if gpu { "a GPU" } else { "the CPU" },
         host.available.map_or("available memory unknown".into(), |a| format!("{:.2} GB available", a as f64 / 1e9))
     );
-    if let Some(line) = surge_runtime::memory::refusal(&case, gpu, devices, 1.0).map_err(bad)? {
+    if let Some(line) = surge_runtime::memory::refusal(&host, &case, gpu, devices, 1.0) {
         return Err(bad(line));
     }
     // The kernels need NVRTC but no GPU: a case can be checked on a login node.

@@ -66,6 +66,20 @@ fn cuda_matches_cpu_on_every_config() {
     assert!(failures.is_empty(), "CUDA differs from the CPU beyond tolerance on {failures:?}");
 }
 
+/// The case stepped `steps` times on the CPU, and a GPU simulation that took that state
+/// (re-located to the GPU's cells), as a restart does.
+fn cpu_state_on_cuda(case: &surge_core::Case, steps: u64) -> (surge_runtime::Simulation, surge_runtime::Simulation) {
+    let mut cpu = sim_on(case, BackendChoice::Cpu, 0);
+    for _ in 0..steps {
+        cpu.step(f64::INFINITY).unwrap();
+    }
+    let mut state = surge_core::buffers::ParticleState::default();
+    cpu.export_particles(&mut state).unwrap();
+    let mut gpu = sim_on(case, BackendChoice::Cuda, 0);
+    gpu.restore(cpu.step_state(), state).unwrap();
+    (cpu, gpu)
+}
+
 /// A checkpoint state written on the CPU (its grid: 15 % skin, 27-cell stencil) continues on
 /// the GPU (2 % skin, 125 smaller cells): the particles are re-located to the GPU's cells and
 /// the run goes on as the CPU's own continuation does, within the parity tolerance.
@@ -73,14 +87,7 @@ fn cuda_matches_cpu_on_every_config() {
 #[ignore = "needs an NVIDIA GPU; scripts/gpu_check.sh runs it"]
 fn a_cpu_checkpoint_continues_on_cuda() {
     let case = case("dam_break_2d.toml", &[]);
-    let mut cpu = sim_on(&case, BackendChoice::Cpu, 0);
-    for _ in 0..200 {
-        cpu.step(f64::INFINITY).unwrap();
-    }
-    let mut state = surge_core::buffers::ParticleState::default();
-    cpu.export_particles(&mut state).unwrap();
-    let mut gpu = sim_on(&case, BackendChoice::Cuda, 0);
-    gpu.restore(cpu.step_state(), state).unwrap();
+    let (mut cpu, mut gpu) = cpu_state_on_cuda(&case, 200);
     let t1 = cpu.time() + 0.01;
     cpu.advance_to(t1).unwrap();
     gpu.advance_to(t1).unwrap();
@@ -104,14 +111,7 @@ fn a_cpu_checkpoint_continues_on_cuda() {
 #[ignore = "needs an NVIDIA GPU; scripts/gpu_check.sh runs it"]
 fn force_gauges_match_the_cpu_on_one_state() {
     let case = case("dam_break_2d.toml", &[]);
-    let mut cpu = sim_on(&case, BackendChoice::Cpu, 0);
-    for _ in 0..200 {
-        cpu.step(f64::INFINITY).unwrap();
-    }
-    let mut state = surge_core::buffers::ParticleState::default();
-    cpu.export_particles(&mut state).unwrap();
-    let mut gpu = sim_on(&case, BackendChoice::Cuda, 0);
-    gpu.restore(cpu.step_state(), state).unwrap();
+    let (mut cpu, mut gpu) = cpu_state_on_cuda(&case, 200);
     let (a, b) = (cpu.gauges().unwrap(), gpu.gauges().unwrap());
     let columns = surge_core::gauge::columns(&case);
     let size = (0..case.dim).map(|k| case.domain.max[k] - case.domain.min[k]).fold(0.0, f64::max);

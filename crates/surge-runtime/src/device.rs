@@ -201,7 +201,9 @@ pub fn simulation_on(case: &Case, req: &DeviceRequest, cluster: Arc<dyn Cluster>
     let ranks = cluster.size();
     // Before any particle is built: a case too large for the host is refused, not killed.
     let gpu = matches!(resolved, Resolved::Cuda(_));
-    if let Some(line) = crate::memory::refusal(case, gpu, k, 1.0 / ranks as f64)? {
+    let share = 1.0 / ranks as f64;
+    let host = crate::memory::host_memory(case, gpu, k, share)?;
+    if let Some(line) = crate::memory::refusal(&host, case, gpu, k, share) {
         return Err(line);
     }
     let filled = fill(case);

@@ -123,23 +123,23 @@ pub fn available_bytes() -> Option<u64> {
     }
 }
 
-/// One line refusing a case too large for the host, or None when it fits: a process that
-/// drives `devices` devices holding `share` of the particles ([`host_needed`]).
-pub fn refusal(case: &Case, gpu: bool, devices: usize, share: f64) -> Result<Option<String>, String> {
-    let m = host_memory(case, gpu, devices, share)?;
-    let Some(avail) = m.available.filter(|_| !m.fits()) else { return Ok(None) };
+/// One line refusing a case too large for the host, or None when it fits: `m` is
+/// [`host_memory`] of a process that drives `devices` devices holding `share` of the
+/// particles.
+pub fn refusal(m: &HostMemory, case: &Case, gpu: bool, devices: usize, share: f64) -> Option<String> {
+    let avail = m.available.filter(|_| !m.fits())?;
     let gb = |b: u64| b as f64 / 1e9;
     let dp = match largest_dp(case, gpu, devices, share, avail) {
         Some(dp) => format!("the largest dp that fits is about {dp}"),
         None => "no dp makes it fit".into(),
     };
-    Ok(Some(format!(
+    Some(format!(
         "the case does not fit in this host's memory: {} particles need about {:.1} GB on the host, {:.1} GB are \
          available; {dp} (or run it over several MPI ranks on several nodes)",
         m.particles,
         gb(m.needed),
         gb(avail)
-    )))
+    ))
 }
 
 #[cfg(test)]

@@ -89,6 +89,8 @@ pub(crate) struct Worker {
     fluid: u64,
     /// [`Backend::removed`] as last added into the clock's count.
     counted: u64,
+    /// The step's reductions' values, reused: no allocation per step.
+    reduced: Vec<f64>,
     pub times: DeviceTimes,
     /// Seconds of work (forces, updates, rebuilds; waiting for other devices excluded)
     /// since the last balancing decision.
@@ -119,6 +121,7 @@ impl Worker {
         Worker {
             fluid: surge_core::geometry::counts(case).fluid,
             counted,
+            reduced: Vec::new(),
             backend,
             ex,
             case: case.clone(),
@@ -497,9 +500,12 @@ impl Worker {
             match *stage {
                 Stage::Forces => stats = self.forces(),
                 Stage::ReduceDt => {
-                    let mut v = vec![stats.acc_max as f64, stats.visc_max as f64];
+                    let mut v = std::mem::take(&mut self.reduced);
+                    v.clear();
+                    v.extend([stats.acc_max as f64, stats.visc_max as f64]);
                     self.reduce(&mut v)?;
                     let s = ForceStats { acc_max: v[0] as f32, visc_max: v[1] as f32 };
+                    self.reduced = v;
                     dt = time_step(&self.case, &s);
                     let left = limit - c.time;
                     // Land on `limit` exactly, without leaving a sliver step after it.
@@ -521,9 +527,11 @@ impl Worker {
         // After a rebuild (every device rebuilt), the fluid each device removed rides on the
         // same reduction: device d's count in slot 1 + d, the others 0, so the max is each
         // count, summed exactly below.
-        let mut v = vec![disp];
-        let fresh = self.backend.removed() - self.counted;
+        let mut v = std::mem::take(&mut self.reduced);
+        v.clear();
+        v.push(disp);
         if rebuilt {
+            let fresh = self.backend.removed() - self.counted;
             v.resize(1 + self.map.devices(), 0.0);
             v[1 + self.me()] = fresh as f64;
             self.counted += fresh;
@@ -531,6 +539,7 @@ impl Worker {
         self.reduce(&mut v)?;
         let disp = v[0];
         let removed = self.clock.removed + v[1..].iter().sum::<f64>() as u64;
+        self.reduced = v;
         if removed > 0 && removed as f64 > self.case.max_removed * self.fluid as f64 {
             let share = self.case.max_removed;
             return Err(Some(Failure::Leaving { removed, fluid: self.fluid, share }));
