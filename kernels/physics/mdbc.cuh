@@ -6,8 +6,8 @@
 #pragma once
 #include "vec.cuh"
 
-#define MDBC_DET_MIN 1e-3
-#define MDBC_SHEPARD_MIN 1e-3f
+// MDBC_DET_MIN (double) and MDBC_SHEPARD_MIN (float) come as -D defines from
+// surge_core::physics::mdbc::{DET_MIN, SHEPARD_MIN} (crates/surge-cuda/src/compile.rs).
 
 struct GhostSums {
     float a[4][4];

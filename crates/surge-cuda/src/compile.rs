@@ -118,6 +118,9 @@ pub fn defines(case: &Case, grid: &Grid) -> BTreeMap<&'static str, String> {
         Boundary::Mdbc { slip: true } => "2",
     };
     d.insert("MDBC", mdbc.into());
+    // The CPU's thresholds of the ghost-node solve, so the twins cannot drift apart.
+    d.insert("MDBC_DET_MIN", format!("{:e}", surge_core::physics::mdbc::DET_MIN));
+    d.insert("MDBC_SHEPARD_MIN", lit(surge_core::physics::mdbc::SHEPARD_MIN));
     d.insert("SCHEME", if case.scheme == Scheme::Symplectic { "1" } else { "2" }.into());
     for a in 0..3 {
         d.insert(["CSX", "CSY", "CSZ"][a], lit(grid.cell[a] as f32));
