@@ -1,8 +1,8 @@
 // Twin of crates/surge-core/src/physics/mdbc.rs: modified dynamic boundary conditions
 // (English et al. 2022). A boundary particle's ghost node lies at x_b + 2 dist n; a
 // first-order consistent interpolation of the fluid there (float64 solve of the (DIM+1)^2
-// system) gives its relative density, extrapolated back to the particle, and the velocity
-// the viscous term sees. See the Rust original for the formulas and the choices.
+// system by its adjugate) gives its relative density, extrapolated back to the particle, and
+// the velocity the viscous term sees. See the Rust original for the formulas and the choices.
 #pragma once
 #include "vec.cuh"
 
@@ -42,62 +42,79 @@ __device__ __forceinline__ void ghost_add(GhostSums &s, float3 r, float w, float
     }
 }
 
-// Gaussian elimination with partial pivoting on the first n rows and columns, four
-// right-hand sides, in place; returns det A (0 on an exactly zero pivot).
-__device__ __forceinline__ double mdbc_solve(double a[4][4], double b[4][4], int n) {
-    double det = 1.0;
-    for (int col = 0; col < n; ++col) {
-        int p = col;
-        for (int row = col + 1; row < n; ++row)
-            if (fabs(a[row][col]) > fabs(a[p][col])) p = row;
-        if (a[p][col] == 0.0) return 0.0;
-        if (p != col) {
-            for (int k = 0; k < 4; ++k) {
-                const double t = a[p][k];
-                a[p][k] = a[col][k];
-                a[col][k] = t;
-            }
-            for (int c = 0; c < 4; ++c) {
-                const double t = b[c][p];
-                b[c][p] = b[c][col];
-                b[c][col] = t;
-            }
-            det = -det;
-        }
-        const double piv = a[col][col];
-        det *= piv;
-        for (int row = col + 1; row < n; ++row) {
-            const double f = a[row][col] / piv;
-            for (int k = col; k < n; ++k) a[row][k] -= f * a[col][k];
-            for (int c = 0; c < 4; ++c) b[c][row] -= f * b[c][col];
-        }
-    }
-    for (int c = 0; c < 4; ++c) {
-        for (int row = n - 1; row >= 0; --row) {
-            double s = b[c][row];
-            for (int k = row + 1; k < n; ++k) s -= a[row][k] * b[c][k];
-            b[c][row] = s / a[row][row];
-        }
-    }
-    return det;
+// det A and adj A (A^-1 = adj A / det A) of the first DIM + 1 rows and columns, float64, by
+// cofactors written out (twin of surge_core::physics::mdbc::adjugate): no pivoting and every
+// index a constant, so nothing goes to local memory.
+__device__ __forceinline__ double mdbc_adjugate(const double a[4][4], double adj[4][4]) {
+#if DIM == 2
+#define MDBC_C(r0, r1, c0, c1) (a[r0][c0] * a[r1][c1] - a[r0][c1] * a[r1][c0])
+    adj[0][0] = MDBC_C(1, 2, 1, 2);
+    adj[0][1] = -MDBC_C(0, 2, 1, 2);
+    adj[0][2] = MDBC_C(0, 1, 1, 2);
+    adj[1][0] = -MDBC_C(1, 2, 0, 2);
+    adj[1][1] = MDBC_C(0, 2, 0, 2);
+    adj[1][2] = -MDBC_C(0, 1, 0, 2);
+    adj[2][0] = MDBC_C(1, 2, 0, 1);
+    adj[2][1] = -MDBC_C(0, 2, 0, 1);
+    adj[2][2] = MDBC_C(0, 1, 0, 1);
+#undef MDBC_C
+    return a[0][0] * adj[0][0] + a[0][1] * adj[1][0] + a[0][2] * adj[2][0];
+#else
+#define MDBC_M(r, c0, c1) (a[r][c0] * a[r + 1][c1] - a[r][c1] * a[r + 1][c0])
+    const double s0 = MDBC_M(0, 0, 1), s1 = MDBC_M(0, 0, 2), s2 = MDBC_M(0, 0, 3), s3 = MDBC_M(0, 1, 2),
+                 s4 = MDBC_M(0, 1, 3), s5 = MDBC_M(0, 2, 3);
+    const double c0 = MDBC_M(2, 0, 1), c1 = MDBC_M(2, 0, 2), c2 = MDBC_M(2, 0, 3), c3 = MDBC_M(2, 1, 2),
+                 c4 = MDBC_M(2, 1, 3), c5 = MDBC_M(2, 2, 3);
+#undef MDBC_M
+    adj[0][0] = a[1][1] * c5 - a[1][2] * c4 + a[1][3] * c3;
+    adj[0][1] = -a[0][1] * c5 + a[0][2] * c4 - a[0][3] * c3;
+    adj[0][2] = a[3][1] * s5 - a[3][2] * s4 + a[3][3] * s3;
+    adj[0][3] = -a[2][1] * s5 + a[2][2] * s4 - a[2][3] * s3;
+    adj[1][0] = -a[1][0] * c5 + a[1][2] * c2 - a[1][3] * c1;
+    adj[1][1] = a[0][0] * c5 - a[0][2] * c2 + a[0][3] * c1;
+    adj[1][2] = -a[3][0] * s5 + a[3][2] * s2 - a[3][3] * s1;
+    adj[1][3] = a[2][0] * s5 - a[2][2] * s2 + a[2][3] * s1;
+    adj[2][0] = a[1][0] * c4 - a[1][1] * c2 + a[1][3] * c0;
+    adj[2][1] = -a[0][0] * c4 + a[0][1] * c2 - a[0][3] * c0;
+    adj[2][2] = a[3][0] * s4 - a[3][1] * s2 + a[3][3] * s0;
+    adj[2][3] = -a[2][0] * s4 + a[2][1] * s2 - a[2][3] * s0;
+    adj[3][0] = -a[1][0] * c3 + a[1][1] * c1 - a[1][2] * c0;
+    adj[3][1] = a[0][0] * c3 - a[0][1] * c1 + a[0][2] * c0;
+    adj[3][2] = -a[3][0] * s3 + a[3][1] * s1 - a[3][2] * s0;
+    adj[3][3] = a[2][0] * s3 - a[2][1] * s1 + a[2][2] * s0;
+    return s0 * c5 - s1 * c4 + s2 * c3 + s3 * c2 - s4 * c1 + s5 * c0;
+#endif
 }
 
 // The ghost's relative density, gradient and velocity; false without fluid worth the name.
+// First order: all of A^-1 b_0 (density, gradient) and the first entry of A^-1 b_c for the
+// velocity components.
 __device__ __forceinline__ bool ghost_values(const GhostSums &s, float &d, float3 &grad, float3 &vel) {
     const int n = DIM + 1;
-    double a[4][4], b[4][4];
+    double a[4][4], adj[4][4];
+#pragma unroll
     for (int row = 0; row < 4; ++row)
-        for (int k = 0; k < 4; ++k) {
-            a[row][k] = (row < n && k < n) ? (double)s.a[row][k] : 0.0;
-            b[row][k] = k < n ? (double)s.b[row][k] : 0.0;
-        }
-    const double det = mdbc_solve(a, b, n);
+#pragma unroll
+        for (int k = 0; k < 4; ++k) a[row][k] = (row < n && k < n) ? (double)s.a[row][k] : 0.0;
+    const double det = mdbc_adjugate(a, adj);
     if (fabs(det) >= MDBC_DET_MIN) {
+        const double inv = 1.0 / det;
+        float x[4][4];  // x[q][row]: row `row` of A^-1 times right-hand side q
+#pragma unroll
+        for (int q = 0; q < 4; ++q)
+#pragma unroll
+            for (int row = 0; row < 4; ++row) {
+                double acc = 0.0;
+#pragma unroll
+                for (int k = 0; k < n; ++k) acc += adj[row][k] * (double)s.b[q][k];
+                x[q][row] = (float)(acc * inv);
+            }
         float g[3] = {0.0f, 0.0f, 0.0f};
-        for (int k = 0; k < DIM; ++k) g[k] = (float)b[0][1 + k];
-        d = (float)b[0][0];
+#pragma unroll
+        for (int k = 0; k < DIM; ++k) g[k] = x[0][1 + k];
+        d = x[0][0];
         grad = v3(g[0], g[1], g[2]);
-        vel = v3((float)b[1][0], (float)b[2][0], (float)b[3][0]);
+        vel = v3(x[1][0], x[2][0], x[3][0]);
         return true;
     }
     const float shepard = s.a[0][0];

@@ -101,76 +101,92 @@ pub struct Ghost {
     pub vel: V3,
 }
 
-/// Solve `A x = b` in place for the four right-hand sides by Gaussian elimination with
-/// partial pivoting on the first `n` rows and columns, in float64. Returns `det A` (0 when a
-/// pivot is exactly 0, leaving `b` unusable).
+/// `det A` and the adjugate `adj A` (`A^-1 = adj A / det A`) of the first `n` (3 or 4) rows
+/// and columns of `a`, in float64, by cofactors written out (Laplace expansion by
+/// complementary 2 x 2 minors for n = 4): no pivoting and no indexing by a value, so the CUDA
+/// twin keeps everything in registers. Unused entries of the adjugate are 0. The first-order
+/// system is only solved for `|det A| >= DET_MIN`, where A's entries (sums of kernel values
+/// and gradients times volumes, of order 1 and 1/h) leave float64 far from cancellation.
 #[inline(always)]
-pub fn mdbc_solve(a: &mut [[f64; 4]; 4], b: &mut [[f64; 4]; 4], n: usize) -> f64 {
-    let mut det = 1.0;
-    for col in 0..n {
-        let mut p = col;
-        for row in col + 1..n {
-            if a[row][col].abs() > a[p][col].abs() {
-                p = row;
-            }
-        }
-        if a[p][col] == 0.0 {
-            return 0.0;
-        }
-        if p != col {
-            a.swap(p, col);
-            for q in b.iter_mut() {
-                q.swap(p, col);
-            }
-            det = -det;
-        }
-        let piv = a[col][col];
-        det *= piv;
-        for row in col + 1..n {
-            let f = a[row][col] / piv;
-            for k in col..n {
-                a[row][k] -= f * a[col][k];
-            }
-            for q in b.iter_mut() {
-                q[row] -= f * q[col];
-            }
-        }
+pub fn adjugate(a: &[[f64; 4]; 4], n: usize) -> (f64, [[f64; 4]; 4]) {
+    let mut adj = [[0.0f64; 4]; 4];
+    if n == 3 {
+        let c = |r0: usize, r1: usize, c0: usize, c1: usize| a[r0][c0] * a[r1][c1] - a[r0][c1] * a[r1][c0];
+        adj[0][0] = c(1, 2, 1, 2);
+        adj[0][1] = -c(0, 2, 1, 2);
+        adj[0][2] = c(0, 1, 1, 2);
+        adj[1][0] = -c(1, 2, 0, 2);
+        adj[1][1] = c(0, 2, 0, 2);
+        adj[1][2] = -c(0, 1, 0, 2);
+        adj[2][0] = c(1, 2, 0, 1);
+        adj[2][1] = -c(0, 2, 0, 1);
+        adj[2][2] = c(0, 1, 0, 1);
+        let det = a[0][0] * adj[0][0] + a[0][1] * adj[1][0] + a[0][2] * adj[2][0];
+        return (det, adj);
     }
-    for q in b.iter_mut() {
-        for row in (0..n).rev() {
-            let mut s = q[row];
-            for k in row + 1..n {
-                s -= a[row][k] * q[k];
-            }
-            q[row] = s / a[row][row];
-        }
-    }
-    det
+    debug_assert_eq!(n, 4);
+    // 2 x 2 minors of rows 0-1 (s) and rows 2-3 (c), columns (0,1) (0,2) (0,3) (1,2) (1,3) (2,3).
+    let m = |r: usize, c0: usize, c1: usize| a[r][c0] * a[r + 1][c1] - a[r][c1] * a[r + 1][c0];
+    let s = [m(0, 0, 1), m(0, 0, 2), m(0, 0, 3), m(0, 1, 2), m(0, 1, 3), m(0, 2, 3)];
+    let c = [m(2, 0, 1), m(2, 0, 2), m(2, 0, 3), m(2, 1, 2), m(2, 1, 3), m(2, 2, 3)];
+    let det = s[0] * c[5] - s[1] * c[4] + s[2] * c[3] + s[3] * c[2] - s[4] * c[1] + s[5] * c[0];
+    adj[0] = [
+        a[1][1] * c[5] - a[1][2] * c[4] + a[1][3] * c[3],
+        -a[0][1] * c[5] + a[0][2] * c[4] - a[0][3] * c[3],
+        a[3][1] * s[5] - a[3][2] * s[4] + a[3][3] * s[3],
+        -a[2][1] * s[5] + a[2][2] * s[4] - a[2][3] * s[3],
+    ];
+    adj[1] = [
+        -a[1][0] * c[5] + a[1][2] * c[2] - a[1][3] * c[1],
+        a[0][0] * c[5] - a[0][2] * c[2] + a[0][3] * c[1],
+        -a[3][0] * s[5] + a[3][2] * s[2] - a[3][3] * s[1],
+        a[2][0] * s[5] - a[2][2] * s[2] + a[2][3] * s[1],
+    ];
+    adj[2] = [
+        a[1][0] * c[4] - a[1][1] * c[2] + a[1][3] * c[0],
+        -a[0][0] * c[4] + a[0][1] * c[2] - a[0][3] * c[0],
+        a[3][0] * s[4] - a[3][1] * s[2] + a[3][3] * s[0],
+        -a[2][0] * s[4] + a[2][1] * s[2] - a[2][3] * s[0],
+    ];
+    adj[3] = [
+        -a[1][0] * c[3] + a[1][1] * c[1] - a[1][2] * c[0],
+        a[0][0] * c[3] - a[0][1] * c[1] + a[0][2] * c[0],
+        -a[3][0] * s[3] + a[3][1] * s[1] - a[3][2] * s[0],
+        a[2][0] * s[3] - a[2][1] * s[1] + a[2][2] * s[0],
+    ];
+    (det, adj)
 }
 
 /// The ghost node's values from its sums: first order when `|det A| >= DET_MIN`, else
-/// Shepard when `sum V W >= SHEPARD_MIN`, else None (no fluid worth the name).
+/// Shepard when `sum V W >= SHEPARD_MIN`, else None (no fluid worth the name). The first
+/// order takes all of `A^-1 b_0` (the density and its gradient) and the first entry of
+/// `A^-1 b_c` for the velocity components c.
 #[inline(always)]
 pub fn ghost_values<const DIM: usize>(s: &GhostSums) -> Option<Ghost> {
     let n = DIM + 1;
     let mut a = [[0.0f64; 4]; 4];
-    let mut b = [[0.0f64; 4]; 4];
     for row in 0..n {
         for k in 0..n {
             a[row][k] = s.a[row][k] as f64;
         }
-        for q in 0..4 {
-            b[q][row] = s.b[q][row] as f64;
-        }
     }
-    let det = mdbc_solve(&mut a, &mut b, n);
+    let (det, adj) = adjugate(&a, n);
     if det.abs() >= DET_MIN {
+        let inv = 1.0 / det;
+        // Row `row` of A^-1 times right-hand side q.
+        let solve = |row: usize, q: usize| -> f32 {
+            let mut x = 0.0f64;
+            for k in 0..n {
+                x += adj[row][k] * s.b[q][k] as f64;
+            }
+            (x * inv) as f32
+        };
         let mut grad = [0.0f32; 3];
         for k in 0..DIM {
-            grad[k] = b[0][1 + k] as f32;
+            grad[k] = solve(1 + k, 0);
         }
-        let vel = V3::new(b[1][0] as f32, b[2][0] as f32, b[3][0] as f32);
-        return Some(Ghost { d: b[0][0] as f32, grad: V3::new(grad[0], grad[1], grad[2]), vel });
+        let vel = V3::new(solve(0, 1), solve(0, 2), solve(0, 3));
+        return Some(Ghost { d: solve(0, 0), grad: V3::new(grad[0], grad[1], grad[2]), vel });
     }
     let shepard = s.a[0][0];
     if shepard >= SHEPARD_MIN {
@@ -224,26 +240,57 @@ mod tests {
     use super::*;
     use crate::physics::kernel::{SmoothingKernel, WendlandC2};
 
-    #[test]
-    fn a_hand_solved_system() {
-        // 2D: A = [[2, 1, 0], [1, 3, 1], [0, 1, 4]], det = 2(12 - 1) - 1(4 - 0) = 18;
-        // x = [1, 2, 3] gives b = [4, 10, 14].
-        let mut a = [[2.0, 1.0, 0.0, 0.0], [1.0, 3.0, 1.0, 0.0], [0.0, 1.0, 4.0, 0.0], [0.0; 4]];
-        let mut b = [[4.0, 10.0, 14.0, 0.0], [2.0, 1.0, 0.0, 0.0], [0.0; 4], [0.0; 4]];
-        let det = mdbc_solve(&mut a, &mut b, 3);
-        assert!((det - 18.0).abs() < 1e-12, "det {det}");
-        for (x, want) in b[0].iter().zip([1.0, 2.0, 3.0]) {
-            assert!((x - want).abs() < 1e-12, "{:?}", b[0]);
+    /// `A x` for the first n rows and columns.
+    fn times(a: &[[f64; 4]; 4], x: [f64; 4], n: usize) -> [f64; 4] {
+        let mut y = [0.0; 4];
+        for r in 0..n {
+            for k in 0..n {
+                y[r] += a[r][k] * x[k];
+            }
         }
-        // The second right-hand side is A's first column: x = e1.
-        assert!((b[1][0] - 1.0).abs() < 1e-12 && b[1][1].abs() < 1e-12 && b[1][2].abs() < 1e-12);
-        // A pivot swap flips the sign of the determinant: rows swapped, det -18.
-        let mut a = [[1.0, 3.0, 1.0, 0.0], [2.0, 1.0, 0.0, 0.0], [0.0, 1.0, 4.0, 0.0], [0.0; 4]];
-        let mut b = [[0.0; 4]; 4];
-        assert!((mdbc_solve(&mut a, &mut b, 3) + 18.0).abs() < 1e-12);
+        y
+    }
+
+    #[test]
+    fn the_adjugate_solves_hand_made_systems() {
+        // 3 x 3: A = [[2, 1, 0], [1, 3, 1], [0, 1, 4]], det = 2(12 - 1) - 1(4 - 0) = 18;
+        // A [1, 2, 3] = [4, 10, 14].
+        let a = [[2.0, 1.0, 0.0, 0.0], [1.0, 3.0, 1.0, 0.0], [0.0, 1.0, 4.0, 0.0], [0.0; 4]];
+        let (det, adj) = adjugate(&a, 3);
+        assert!((det - 18.0).abs() < 1e-12, "det {det}");
+        let x = times(&adj, [4.0, 10.0, 14.0, 0.0], 3).map(|v| v / det);
+        for (x, want) in x.iter().zip([1.0, 2.0, 3.0]) {
+            assert!((x - want).abs() < 1e-12, "{x:?}");
+        }
+        // Rows swapped: det -18.
+        let a = [[1.0, 3.0, 1.0, 0.0], [2.0, 1.0, 0.0, 0.0], [0.0, 1.0, 4.0, 0.0], [0.0; 4]];
+        assert!((adjugate(&a, 3).0 + 18.0).abs() < 1e-12);
         // Singular.
-        let mut a = [[1.0, 2.0, 0.0, 0.0], [2.0, 4.0, 0.0, 0.0], [0.0; 4], [0.0; 4]];
-        assert_eq!(mdbc_solve(&mut a, &mut b, 2), 0.0);
+        let a = [[1.0, 2.0, 3.0, 0.0], [2.0, 4.0, 6.0, 0.0], [0.0, 1.0, 1.0, 0.0], [0.0; 4]];
+        assert_eq!(adjugate(&a, 3).0, 0.0);
+        // 4 x 4 with zeros on the diagonal (elimination would have to pivot): A adj A = det I,
+        // and det equals the expansion along the first row.
+        let a = [[0.0, 2.0, 1.0, 3.0], [1.0, 0.0, 2.0, 1.0], [3.0, 1.0, 0.0, 2.0], [2.0, 3.0, 1.0, 0.0]];
+        let (det, adj) = adjugate(&a, 4);
+        for c in 0..4 {
+            let col = times(&a, [adj[0][c], adj[1][c], adj[2][c], adj[3][c]], 4);
+            for r in 0..4 {
+                let want = if r == c { det } else { 0.0 };
+                assert!((col[r] - want).abs() < 1e-12, "A adj A column {c}: {col:?}, det {det}");
+            }
+        }
+        assert!((det - det4_by_first_row(&a)).abs() < 1e-12, "det {det}");
+    }
+
+    /// det of a 4 x 4 by expansion along its first row (3 x 3 minors by the rule of Sarrus).
+    fn det4_by_first_row(a: &[[f64; 4]; 4]) -> f64 {
+        let minor = |skip: usize| {
+            let cols: Vec<usize> = (0..4).filter(|&c| c != skip).collect();
+            let m = |r: usize, k: usize| a[r][cols[k]];
+            m(1, 0) * (m(2, 1) * m(3, 2) - m(2, 2) * m(3, 1)) - m(1, 1) * (m(2, 0) * m(3, 2) - m(2, 2) * m(3, 0))
+                + m(1, 2) * (m(2, 0) * m(3, 1) - m(2, 1) * m(3, 0))
+        };
+        (0..4).map(|c| if c % 2 == 0 { 1.0 } else { -1.0 } * a[0][c] * minor(c)).sum()
     }
 
     #[test]
