@@ -77,6 +77,7 @@ struct Kernels {
     forces: CudaFunction,
     /// mDBC cases only (compiled only for them).
     mdbc: Option<CudaFunction>,
+    mdbc_list: Option<CudaFunction>,
     update: CudaFunction,
     gauge_sums: CudaFunction,
     front: CudaFunction,
@@ -142,6 +143,9 @@ pub struct CudaBackend {
     /// mDBC: the particles whose boundary values the mDBC pass sets, the owned ones and the
     /// copies within the stencil reach of them (those the force pass reads).
     mdbc_range: Range<usize>,
+    /// mDBC: how many particles of `mdbc_range` the last rebuild listed in `key` for the pass
+    /// (one word, on the device: the pass reads it, the host never waits for it).
+    mdbc_listed: CudaSlice<u32>,
     pos: CudaSlice<u32>,
     vel: CudaSlice<u32>,
     cell: CudaSlice<u32>,
@@ -154,7 +158,8 @@ pub struct CudaBackend {
     mdbc: Option<CudaSlice<u32>>,
     /// Forces; also the target of the sort's gathers (every force pass rewrites it).
     force: CudaSlice<u32>,
-    /// Sort keys; also the lists of particles to send during a rebuild.
+    /// Sort keys; also the lists of particles to send during a rebuild, and between rebuilds
+    /// the particles of the mDBC pass.
     key: CudaSlice<u32>,
     /// Sort permutation.
     perm: CudaSlice<u32>,
@@ -429,6 +434,7 @@ impl CudaBackend {
             gather8: f("gather8_kernel")?,
             forces: f("forces_kernel")?,
             mdbc: if case.boundary.is_mdbc() { Some(f("mdbc_kernel")?) } else { None },
+            mdbc_list: if case.boundary.is_mdbc() { Some(f("mdbc_list_kernel")?) } else { None },
             update: f("update_kernel")?,
             gauge_sums: f("gauge_sums_kernel")?,
             front: f("front_kernel")?,
@@ -497,6 +503,7 @@ impl CudaBackend {
             own: 0..n,
             edges: [0..0, 0..0],
             mdbc_range: 0..0,
+            mdbc_listed: zeros(1, "the mDBC list's length")?,
             pos: up(&pos, 4, "positions")?,
             vel: up(&vel, 4, "velocities")?,
             cell: up(&cell, 4, "cells")?,
@@ -760,6 +767,7 @@ impl CudaBackend {
             self.layer_starts([lo, lo + halo, hi - halo, hi, lo - r, hi + r])?;
         self.own = own_start..own_end;
         self.mdbc_range = mdbc_start..mdbc_end;
+        self.list_mdbc()?;
         self.edges = [
             match self.map.neighbour(self.me, Side::Left) {
                 Some(_) => own_start..left_end,
