@@ -380,9 +380,10 @@ extern "C" __global__ void mdbc_list_kernel(int first, int count, const float4 *
 // ghost lies within 2h) takes its relative density (vel.w) and the velocity the viscous term
 // sees (mdbc, with the density in w) from its ghost node x_b + 2 dist n, summed over the
 // fluid of the ghost's stencil in stencil order then storage order. One thread per listed
-// particle, none spent on fluid or deep wall particles (H100, dam_break_3d at dp 0.006: the
-// pass went from 3.5 to ... ms); its 91 registers are held to 64, four blocks per
-// multiprocessor, which hides the neighbour loads' latency better than fewer spills do).
+// particle, none spent on fluid or deep wall particles. Its 91 registers are held to 64
+// (four blocks per multiprocessor), which hides the neighbour loads' latency better than
+// fewer spills do. H100, dam_break_3d at dp 0.006: the pass went from 3.5 ms (one thread
+// per particle, 91 registers) to 2.3 (64) and 1.8 (the list); docs/PERFORMANCE.md.
 // Reads only fluid entries of vel and writes only listed boundary entries.
 #ifndef MDBC_MIN_BLOCKS
 #define MDBC_MIN_BLOCKS 4
