@@ -483,11 +483,14 @@ fn cmd_run(
         }
         Ok(s) => {
             tracing::info!(
-                "done: {} steps to t = {:.6} s in {:.2} s wall, {:.3e} particle-steps/s; summary in {}",
+                "done: {} steps to t = {:.6} s in {:.2} s wall; this run {:.3} ms/step, {:.3e} \
+                 particle-steps/s, {:.1} % of it in rebuilds; summary in {}",
                 s.steps,
                 s.sim_time,
                 s.wall_seconds,
+                s.ms_per_step,
                 s.particle_steps_per_second,
+                100.0 * s.rebuild_share,
                 out_dir.join("summary.json").display()
             );
             Ok(())

@@ -283,6 +283,14 @@ fn run_every_config_briefly() {
         assert!(s["sim_time"].as_f64().unwrap() <= case.end_time + dt_bound, "{s:#}");
         assert!(s["workers"].as_u64().unwrap() >= 1, "{s:#}");
         assert!(!s["backend"].as_str().unwrap().is_empty(), "{s:#}");
+        // The run's own speed: its wall time over its steps, and the share of it the device
+        // that rebuilt longest spent in rebuilds.
+        let (wall, ms) = (s["wall_seconds"].as_f64().unwrap(), s["ms_per_step"].as_f64().unwrap());
+        assert!((ms * steps as f64 - 1e3 * wall).abs() <= 1e-9 * 1e3 * wall, "ms_per_step: {s:#}");
+        let share = s["rebuild_share"].as_f64().unwrap();
+        let rebuilds = s["devices"].as_array().unwrap().iter().map(|d| d["rebuild_seconds"].as_f64().unwrap());
+        let most = rebuilds.fold(0.0, f64::max);
+        assert!((0.0..1.0).contains(&share) && (share * wall - most).abs() <= 1e-9 * wall, "rebuild_share: {s:#}");
 
         let vtu = surge_io::read_vtu(&frame0).unwrap();
         assert_eq!(vtu.points.len() as u64, particles, "{}", frame0.display());

@@ -81,6 +81,15 @@ pub struct Summary {
     pub wall_seconds: f64,
     /// Throughput: particles times steps per wall-clock second.
     pub particle_steps_per_second: f64,
+    /// This run's wall milliseconds per step (its own steps: a restart's earlier ones are
+    /// not counted).
+    #[serde(default)]
+    pub ms_per_step: f64,
+    /// This run's share of the wall time spent in rebuilds (re-key, sort, particle
+    /// exchange), on the device that spent most: what a developed flow's frequent rebuilds
+    /// cost. 0 when not known (a failed run).
+    #[serde(default)]
+    pub rebuild_share: f64,
     /// Device memory per particle.
     pub bytes_per_particle: u64,
     /// Backend name, e.g. `cpu`.

@@ -285,6 +285,11 @@ pub fn run(
             0.0
         }
     };
+    let ms_per_step = |steps: u64, wall: f64| match steps.saturating_sub(start.step) {
+        0 => 0.0,
+        n => 1e3 * wall / n as f64,
+    };
+    let mut run_wall = 0.0;
     let mut failure: Option<RunError> = None;
     for msg in rx {
         let r: Result<(), RunError> = (|| {
@@ -337,6 +342,8 @@ pub fn run(
                     summary.sim_time = time;
                     summary.wall_seconds = start.wall + wall;
                     summary.particle_steps_per_second = rate(summary.particles, steps, wall);
+                    summary.ms_per_step = ms_per_step(steps, wall);
+                    run_wall = wall;
                     summary.status = Summary::INTERRUPTED.into();
                     summary.message = Some(format!(
                         "stopped by a signal at t = {time} s (step {steps}); {} continues the run with \
@@ -349,6 +356,8 @@ pub fn run(
                     summary.sim_time = time;
                     summary.wall_seconds = start.wall + wall;
                     summary.particle_steps_per_second = rate(summary.particles, steps, wall);
+                    summary.ms_per_step = ms_per_step(steps, wall);
+                    run_wall = wall;
                     if summary.status.is_empty() {
                         summary.status = Summary::COMPLETED.into();
                     }
@@ -370,6 +379,10 @@ pub fn run(
                 let mine: Vec<DeviceSummary> = reports.iter().map(device_summary).collect();
                 if let Some(all) = gather_devices(cluster.as_ref(), &mine) {
                     summary.devices = all;
+                }
+                if run_wall > 0.0 {
+                    let most = summary.devices.iter().map(|d| d.rebuild_seconds).fold(0.0, f64::max);
+                    summary.rebuild_share = most / run_wall;
                 }
             }
             Err(p) => {
