@@ -12,6 +12,7 @@ pub mod gauge;
 pub mod geometry;
 pub mod grid;
 pub mod hash;
+pub mod mesh;
 pub mod physics;
 pub mod step;
 mod vec;
