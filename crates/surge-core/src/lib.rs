@@ -14,6 +14,7 @@ pub mod grid;
 pub mod hash;
 pub mod mesh;
 pub mod physics;
+pub mod shape;
 pub mod step;
 mod vec;
 

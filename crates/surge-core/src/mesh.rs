@@ -223,7 +223,7 @@ pub fn closest_on_triangle(p: [f64; 3], t: &Tri) -> [f64; 3] {
 
 /// A closed mesh in world coordinates with its query structures: a 2D bin grid over (y, z)
 /// for ray crossings along x, and a 3D grid for nearest-point queries up to `reach`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct MeshIndex {
     tris: Vec<Tri>,
     lo: [f64; 3],
@@ -295,6 +295,11 @@ impl MeshIndex {
     /// The bounding box of the mesh.
     pub fn bounds(&self) -> ([f64; 3], [f64; 3]) {
         (self.lo, self.hi)
+    }
+
+    /// How far from the surface [`MeshIndex::nearest`] answers.
+    pub fn reach(&self) -> f64 {
+        self.reach
     }
 
     /// The triangles.
