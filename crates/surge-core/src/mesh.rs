@@ -234,7 +234,7 @@ pub struct MeshIndex {
     bins: Vec<Vec<u32>>,
     /// 3D grid of cell side `reach` for nearest-point queries.
     reach: f64,
-    cells: HashMap<[i64; 3], Vec<u32>>,
+    cells: std::sync::OnceLock<HashMap<[i64; 3], Vec<u32>>>,
 }
 
 impl MeshIndex {
@@ -270,26 +270,54 @@ impl MeshIndex {
             }
         }
         let reach = reach.max(1e-30);
-        let mut cells: HashMap<[i64; 3], Vec<u32>> = HashMap::new();
-        let cell = |x: f64| (x / reach).floor() as i64;
-        let half_diag = 0.5 * reach * 3f64.sqrt();
-        for (i, t) in tris.iter().enumerate() {
-            let n = normalised(cross(sub(t[1], t[0]), sub(t[2], t[0])));
-            let tlo: [i64; 3] = std::array::from_fn(|a| cell(t[0][a].min(t[1][a]).min(t[2][a])));
-            let thi: [i64; 3] = std::array::from_fn(|a| cell(t[0][a].max(t[1][a]).max(t[2][a])));
-            for cz in tlo[2]..=thi[2] {
-                for cy in tlo[1]..=thi[1] {
-                    for cx in tlo[0]..=thi[0] {
-                        // Only the cells the triangle's plane passes near.
-                        let centre = [(cx as f64 + 0.5) * reach, (cy as f64 + 0.5) * reach, (cz as f64 + 0.5) * reach];
-                        if dot(n, sub(centre, t[0])).abs() <= half_diag {
-                            cells.entry([cx, cy, cz]).or_default().push(i as u32);
+        MeshIndex { tris, lo, hi, bin, nbin, bins, reach, cells: std::sync::OnceLock::new() }
+    }
+
+    /// The 3D grid of cells of side `reach`, each listing the triangles that may pass through
+    /// it; built at the first nearest-point query (a mesh refused for being outside the
+    /// domain never builds it). A triangle is walked column by column along its plane's
+    /// dominant axis, so its cost is its area over the cell area, not its bounding box's
+    /// volume.
+    fn cells(&self) -> &HashMap<[i64; 3], Vec<u32>> {
+        self.cells.get_or_init(|| {
+            let c = self.reach;
+            let cell = |x: f64| (x / c).floor() as i64;
+            let mut cells: HashMap<[i64; 3], Vec<u32>> = HashMap::new();
+            for (i, t) in self.tris.iter().enumerate() {
+                let n = cross(sub(t[1], t[0]), sub(t[2], t[0]));
+                let k = (0..3).max_by(|&a, &b| n[a].abs().total_cmp(&n[b].abs())).expect("3 axes");
+                let (u, v) = ((k + 1) % 3, (k + 2) % 3);
+                let tlo: [f64; 3] = std::array::from_fn(|a| t[0][a].min(t[1][a]).min(t[2][a]));
+                let thi: [f64; 3] = std::array::from_fn(|a| t[0][a].max(t[1][a]).max(t[2][a]));
+                for cu in cell(tlo[u])..=cell(thi[u]) {
+                    for cv in cell(tlo[v])..=cell(thi[v]) {
+                        // The plane's range along k over this column (clamped to the
+                        // triangle's extent), or the whole extent for a plane along k.
+                        let (mut zlo, mut zhi) = (tlo[k], thi[k]);
+                        if n[k] != 0.0 {
+                            let (mut a, mut b) = (f64::INFINITY, f64::NEG_INFINITY);
+                            for (x, y) in [(cu, cv), (cu + 1, cv), (cu, cv + 1), (cu + 1, cv + 1)] {
+                                let (x, y) =
+                                    ((x as f64 * c).clamp(tlo[u], thi[u]), (y as f64 * c).clamp(tlo[v], thi[v]));
+                                let z = t[0][k] - (n[u] * (x - t[0][u]) + n[v] * (y - t[0][v])) / n[k];
+                                a = a.min(z);
+                                b = b.max(z);
+                            }
+                            zlo = a.max(tlo[k]);
+                            zhi = b.min(thi[k]);
+                        }
+                        for ck in cell(zlo)..=cell(zhi) {
+                            let mut key = [0i64; 3];
+                            key[k] = ck;
+                            key[u] = cu;
+                            key[v] = cv;
+                            cells.entry(key).or_default().push(i as u32);
                         }
                     }
                 }
             }
-        }
-        MeshIndex { tris, lo, hi, bin, nbin, bins, reach, cells }
+            cells
+        })
     }
 
     /// The bounding box of the mesh.
@@ -357,7 +385,7 @@ impl MeshIndex {
         for dz in -1..=1 {
             for dy in -1..=1 {
                 for dx in -1..=1 {
-                    let Some(list) = self.cells.get(&[c[0] + dx, c[1] + dy, c[2] + dz]) else { continue };
+                    let Some(list) = self.cells().get(&[c[0] + dx, c[1] + dy, c[2] + dz]) else { continue };
                     for &i in list {
                         let q = closest_on_triangle(p, &self.tris[i as usize]);
                         let d2 = dot(sub(q, p), sub(q, p));
