@@ -479,15 +479,12 @@ impl Checker<'_> {
                         min: std::array::from_fn(|a| b.min[a] * scale + translate[a]),
                         max: std::array::from_fn(|a| b.max[a] * scale + translate[a]),
                     };
-                    for a in 0..dim {
+                    for (a, axis) in AXES.iter().enumerate().take(dim) {
                         let ext = b.max[a] - b.min[a];
                         if ext < dp * (1.0 - 1e-9) {
                             return Err(self.err(
                                 field,
-                                format!(
-                                    "the box is {ext} m along {}, smaller than dp = {dp}: no particle fits",
-                                    AXES[a]
-                                ),
+                                format!("the box is {ext} m along {axis}, smaller than dp = {dp}: no particle fits"),
                             ));
                         }
                     }

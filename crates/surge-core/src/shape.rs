@@ -128,9 +128,9 @@ impl Shape {
         let of_points = |pts: &mut dyn Iterator<Item = [f64; 3]>| {
             let mut b = Aabb { min: [f64::INFINITY; 3], max: [f64::NEG_INFINITY; 3] };
             for q in pts {
-                for a in 0..3 {
-                    b.min[a] = b.min[a].min(q[a]);
-                    b.max[a] = b.max[a].max(q[a]);
+                for (a, x) in q.iter().enumerate() {
+                    b.min[a] = b.min[a].min(*x);
+                    b.max[a] = b.max[a].max(*x);
                 }
             }
             b
