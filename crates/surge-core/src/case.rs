@@ -384,6 +384,10 @@ impl Checker<'_> {
 
 const AXES: [&str; 3] = ["x", "y", "z"];
 
+/// Lattice points of one shape's bounding box above which the case is refused: 4e10
+/// particles would need about 3 TB of host memory to build.
+const MAX_LATTICE_POINTS: f64 = 4e10;
+
 /// The dimension a fluid region's keys imply: a box's `min`, a sphere's `centre`, a polygon
 /// with `extrude` (3D) or without (2D), a mesh (3D).
 fn dim_of(k: &ShapeKeys) -> usize {
@@ -1143,6 +1147,26 @@ impl Case {
             return Ok(());
         }
         let err = |field: String, message: String| CaseError { file: file.to_string(), field, message };
+        // A shape far too large for dp (a mesh in mm read as m) is refused before its
+        // lattice is walked: counting it would take hours.
+        let shapes = (self.fluid_shapes.iter().enumerate().map(|(k, s)| (format!("fluid[{k}]"), s.as_deref(), 0)))
+            .chain(self.walls.iter().enumerate().map(|(k, w)| (format!("wall[{k}]"), w.shape.as_deref(), w.layers)))
+            .chain(self.obstacle_shapes.iter().enumerate().map(|(k, s)| (format!("obstacle[{k}]"), s.as_deref(), 0)));
+        for (field, s, layers) in shapes {
+            let Some(s) = s else { continue };
+            let points: f64 =
+                (0..self.dim).map(|a| (s.bbox.max[a] - s.bbox.min[a]) / self.dp + 2.0 * layers as f64 + 2.0).product();
+            if points > MAX_LATTICE_POINTS {
+                return Err(err(
+                    field,
+                    format!(
+                        "the {} spans {points:.3e} lattice points at dp = {}, far more than a host holds: check its \
+                         size and units (`scale`)",
+                        s.kind, self.dp
+                    ),
+                ));
+            }
+        }
         let per_fluid = crate::geometry::fluid_counts(self);
         let counts = crate::geometry::counts(self);
         let named =

@@ -278,6 +278,11 @@ fn bad_geometry_is_refused_naming_the_shape() {
             vec!["field `domain`", "obstacle[0] spans", "outside the domain", "scale = 0.001"],
         ),
         (format!("dp = 0.05\n{fluid3}\nobstacle = [{{ shape = \"sphere\", centre = [0.5, 0.5, 0.5], radius = 0.01 }}]"), 3, vec!["field `obstacle[0]`", "the sphere holds no particle at dp = 0.05"]),
+        (
+            format!("dp = 0.05\n{fluid3}\nobstacle = [{{ shape = \"mesh\", file = \"{cube}\", scale = 1000.0 }}]"),
+            3,
+            vec!["field `obstacle[0]`", "the mesh spans 8.",  "lattice points at dp = 0.05", "units (`scale`)"],
+        ),
         (format!("dp = 0.05\n{fluid3}\nobstacle = [{{ shape = \"sphere\", centre = [0.5, 0.5, 0.5], radius = -1.0 }}]"), 3, vec!["field `obstacle[0].radius`", "positive", "-1"]),
         (format!("dp = 0.05\n{fluid3}\nobstacle = [{{ shape = \"cylinder\", centre = [0.5, 0.5, 0.5], radius = 0.2, length = 1.0, axis = [0.0, 0.0, 0.0] }}]"), 3, vec!["field `obstacle[0].axis`", "zero vector"]),
         (format!("dp = 0.05\n{fluid3}\nobstacle = [{{ shape = \"sphere\", min = [0.5, 0.5, 0.5], radius = 0.2 }}]"), 3, vec!["field `obstacle[0].min`", "does not apply to shape = \"sphere\""]),
