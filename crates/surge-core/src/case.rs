@@ -285,6 +285,10 @@ pub struct Case {
     pub obstacles: Vec<Aabb>,
     /// The shape of each obstacle; `None` for an axis-aligned box.
     pub obstacle_shapes: Vec<Option<Arc<Shape>>>,
+    /// With shapes: the particles of each fluid region and the case's counts, counted once
+    /// when the case is checked (a pass over the lattice), which
+    /// [`crate::geometry::counts`] returns; `None` for boxes only (counted by arithmetic).
+    pub counted: Option<Arc<(Vec<u64>, crate::geometry::Counts)>>,
     /// Initial velocity.
     pub initial: Initial,
     /// Simulated time between checkpoints; `None`: no periodic checkpoints.
@@ -1079,7 +1083,7 @@ impl Case {
             }
         };
 
-        let case = Case {
+        let mut case = Case {
             name,
             dim,
             dp,
@@ -1127,6 +1131,7 @@ impl Case {
             walls,
             obstacles,
             obstacle_shapes,
+            counted: None,
             initial,
             checkpoint_interval,
             checkpoint_keep: f.checkpoint.keep,
@@ -1140,7 +1145,7 @@ impl Case {
     }
 
     /// Refuse a shape that holds no particle (too small for dp, or cut away by solids).
-    fn check_fill(&self, file: &str) -> Result<(), CaseError> {
+    fn check_fill(&mut self, file: &str) -> Result<(), CaseError> {
         let shaped = self.fluid_shapes.iter().chain(&self.obstacle_shapes).any(Option::is_some)
             || self.walls.iter().any(|w| w.shape.is_some());
         if !shaped {
@@ -1168,7 +1173,7 @@ impl Case {
             }
         }
         let per_fluid = crate::geometry::fluid_counts(self);
-        let counts = crate::geometry::counts(self);
+        let counts = crate::geometry::count_with(self, &per_fluid);
         let named =
             per_fluid
                 .iter()
@@ -1194,6 +1199,7 @@ impl Case {
                 ));
             }
         }
+        self.counted = Some(Arc::new((per_fluid, counts)));
         Ok(())
     }
 
@@ -1250,6 +1256,7 @@ impl Case {
             walls,
             obstacles,
             obstacle_shapes,
+            counted: _,
             initial,
             checkpoint_interval: _,
             checkpoint_keep: _,

@@ -316,6 +316,9 @@ fn obstacle_points(case: &Case, s: &Shape, mut f: impl FnMut([f64; 3], [f32; 4])
 /// Fluid particles of each fluid region, counted without making them (by a counting pass
 /// over the lattice where shapes are involved).
 pub fn fluid_counts(case: &Case) -> Vec<u64> {
+    if let Some(c) = &case.counted {
+        return c.0.clone();
+    }
     let plain = case.fluid_shapes.iter().all(Option::is_none)
         && case.walls.iter().all(|w| w.shape.is_none())
         && case.obstacle_shapes.iter().all(Option::is_none);
@@ -342,6 +345,14 @@ fn box_count(b: &Aabb, dim: usize, dp: f64) -> u64 {
 /// pass over their lattice that makes no particle (as long as the surface queries take,
 /// without the memory).
 pub fn counts(case: &Case) -> Counts {
+    match &case.counted {
+        Some(c) => c.1.clone(),
+        None => count_with(case, &fluid_counts(case)),
+    }
+}
+
+/// [`counts`] given the particles of each fluid region ([`fluid_counts`]).
+pub fn count_with(case: &Case, fluid: &[u64]) -> Counts {
     let (dim, dp) = (case.dim, case.dp);
     let walls = case
         .walls
@@ -372,7 +383,7 @@ pub fn counts(case: &Case) -> Counts {
             }
         })
         .collect();
-    Counts { fluid: fluid_counts(case).iter().sum(), walls, obstacles }
+    Counts { fluid: fluid.iter().sum(), walls, obstacles }
 }
 
 /// Fill every box of the case.
