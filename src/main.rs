@@ -346,7 +346,9 @@ fn load(path: &Path, common: &Common) -> Result<Case, Failure> {
 }
 
 fn cmd_check(path: &Path, write_particles: Option<&Path>, common: &Common) -> Result<(), Failure> {
+    let t0 = std::time::Instant::now();
     let case = load(path, common)?;
+    let checked_s = t0.elapsed().as_secs_f64();
     let grid =
         Grid::new(&case, case.split_axis()).map_err(|e| Failure(EXIT_BAD_INPUT, format!("{}: {e}", path.display())))?;
     // Counted, not built: a case too large for this host is refused below, not killed.
@@ -367,7 +369,6 @@ fn cmd_check(path: &Path, write_particles: Option<&Path>, common: &Common) -> Re
     let dt0 = case.initial_dt();
     println!("case        {} ({}), {}D", case.name, path.display(), case.dim);
     println!("particles   {n} (fluid {fluid}, boundary {})", n - fluid);
-    let t0 = std::time::Instant::now();
     let objects = objects(&case, &counts);
     for (name, kind, count) in &objects {
         println!("            {name:<12} {kind:<9} {count}");
@@ -375,7 +376,7 @@ fn cmd_check(path: &Path, write_particles: Option<&Path>, common: &Common) -> Re
     if case.fluid_shapes.iter().chain(&case.obstacle_shapes).any(Option::is_some)
         || case.walls.iter().any(|w| w.shape.is_some())
     {
-        println!("            (shapes counted in {:.2} s)", t0.elapsed().as_secs_f64());
+        println!("            (shapes read, checked and counted in {checked_s:.2} s)");
     }
     println!(
         "dp, h       {} m, {:.6} m (h/dp {:.3}, {:?} kernel, support {:.6} m)",
