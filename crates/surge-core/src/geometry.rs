@@ -165,13 +165,24 @@ impl Cutter {
         if !(0..dim).all(|a| self.reach.min[a] <= p[a] && p[a] <= self.reach.max[a]) {
             return false;
         }
+        let tol = 1e-9 * dp;
+        if self.thickness.is_finite() {
+            // A wall: most fluid lies farther from its surface than its thickness, which the
+            // nearest-point query tells without the (costlier) inside test.
+            let Some(q) = self.shape.nearest(p) else { return false };
+            let d = distance(p, q);
+            if d >= self.thickness + 0.5 * dp - tol {
+                return false;
+            }
+            let solid_side = self.shape.inside(p) == self.solid_inside;
+            return d < if solid_side { self.thickness + 0.5 * dp } else { 0.5 * dp } - tol;
+        }
         let solid_side = self.shape.inside(p) == self.solid_inside;
-        if solid_side && self.thickness.is_infinite() {
+        if solid_side {
             return true;
         }
-        let limit = if solid_side { self.thickness + 0.5 * dp } else { 0.5 * dp };
         match self.shape.nearest(p) {
-            Some(q) => distance(p, q) < limit - 1e-9 * dp,
+            Some(q) => distance(p, q) < 0.5 * dp - tol,
             None => false,
         }
     }
