@@ -234,7 +234,29 @@ pub struct MeshIndex {
     bins: Vec<Vec<u32>>,
     /// 3D grid of cell side `reach` for nearest-point queries.
     reach: f64,
-    cells: std::sync::OnceLock<HashMap<[i64; 3], Vec<u32>>>,
+    cells: std::sync::OnceLock<Cells>,
+}
+
+/// The nearest-point grid: triangle lists by cell, and a dense map over the mesh's cells
+/// (grown by one) of those with a triangle in their 27-cell neighbourhood, so that a point
+/// far from the surface is answered by one array read (`None` when that map would exceed
+/// 2^26 cells).
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Cells {
+    lists: HashMap<[i64; 3], Vec<u32>>,
+    near: Option<(([i64; 3], [i64; 3]), Vec<bool>)>,
+}
+
+impl Cells {
+    fn near(&self, c: [i64; 3]) -> bool {
+        match &self.near {
+            None => true,
+            Some(((lo, n), bits)) => {
+                (0..3).all(|a| c[a] >= lo[a] && c[a] < lo[a] + n[a])
+                    && bits[(((c[2] - lo[2]) * n[1] + (c[1] - lo[1])) * n[0] + (c[0] - lo[0])) as usize]
+            }
+        }
+    }
 }
 
 impl MeshIndex {
@@ -278,7 +300,7 @@ impl MeshIndex {
     /// domain never builds it). A triangle is walked column by column along its plane's
     /// dominant axis, so its cost is its area over the cell area, not its bounding box's
     /// volume.
-    fn cells(&self) -> &HashMap<[i64; 3], Vec<u32>> {
+    fn cells(&self) -> &Cells {
         self.cells.get_or_init(|| {
             let c = self.reach;
             let cell = |x: f64| (x / c).floor() as i64;
@@ -316,7 +338,25 @@ impl MeshIndex {
                     }
                 }
             }
-            cells
+            let cell_lo: [i64; 3] = std::array::from_fn(|a| cell(self.lo[a]) - 1);
+            let n: [i64; 3] = std::array::from_fn(|a| cell(self.hi[a]) + 2 - cell_lo[a]);
+            let near = (n.iter().map(|&x| x as f64).product::<f64>() <= (1u64 << 26) as f64).then(|| {
+                let mut bits = vec![false; (n[0] * n[1] * n[2]) as usize];
+                for k in cells.keys() {
+                    for dz in -1..=1 {
+                        for dy in -1..=1 {
+                            for dx in -1..=1 {
+                                let q = [k[0] + dx - cell_lo[0], k[1] + dy - cell_lo[1], k[2] + dz - cell_lo[2]];
+                                if (0..3).all(|a| q[a] >= 0 && q[a] < n[a]) {
+                                    bits[((q[2] * n[1] + q[1]) * n[0] + q[0]) as usize] = true;
+                                }
+                            }
+                        }
+                    }
+                }
+                ((cell_lo, n), bits)
+            });
+            Cells { lists: cells, near }
         })
     }
 
@@ -381,11 +421,15 @@ impl MeshIndex {
     /// The nearest surface point within `reach` of `p` (ties: the lower triangle index).
     pub fn nearest(&self, p: [f64; 3]) -> Option<[f64; 3]> {
         let c: [i64; 3] = std::array::from_fn(|a| (p[a] / self.reach).floor() as i64);
+        let grid = self.cells();
+        if !grid.near(c) {
+            return None;
+        }
         let mut best: Option<(f64, [f64; 3])> = None;
         for dz in -1..=1 {
             for dy in -1..=1 {
                 for dx in -1..=1 {
-                    let Some(list) = self.cells().get(&[c[0] + dx, c[1] + dy, c[2] + dz]) else { continue };
+                    let Some(list) = grid.lists.get(&[c[0] + dx, c[1] + dy, c[2] + dz]) else { continue };
                     for &i in list {
                         let q = closest_on_triangle(p, &self.tris[i as usize]);
                         let d2 = dot(sub(q, p), sub(q, p));
