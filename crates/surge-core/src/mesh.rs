@@ -244,8 +244,11 @@ pub struct MeshIndex {
 #[derive(Debug, Clone, Default, PartialEq)]
 struct Cells {
     lists: HashMap<[i64; 3], Vec<u32>>,
-    near: Option<(([i64; 3], [i64; 3]), Vec<bool>)>,
+    near: Option<(CellBox, Vec<bool>)>,
 }
+
+/// A range of cells: the lowest and the count along each axis.
+type CellBox = ([i64; 3], [i64; 3]);
 
 impl Cells {
     fn near(&self, c: [i64; 3]) -> bool {
