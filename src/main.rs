@@ -88,6 +88,10 @@ enum Command {
     Check {
         /// The case file (TOML).
         case: PathBuf,
+        /// Fill the case and write its particles (kind, object, wall normals and distances)
+        /// to DIR/NAME_particles.vtu for ParaView; nothing runs.
+        #[arg(long, value_name = "DIR")]
+        write_particles: Option<PathBuf>,
         #[command(flatten)]
         common: Common,
     },
@@ -275,7 +279,7 @@ fn main() -> ExitCode {
             cmd_run(&case, out, &common, max_steps, restart, quiet)
         }
         Command::Dump { checkpoint, csv } => cmd_dump(&checkpoint, &csv),
-        Command::Check { case, common } => cmd_check(&case, &common),
+        Command::Check { case, write_particles, common } => cmd_check(&case, write_particles.as_deref(), &common),
         Command::Plot { run, out, reference, average, only } => {
             cmd_plot(&plot::Options { run, out, reference, average, only })
         }
@@ -319,12 +323,32 @@ fn cluster() -> std::sync::Arc<dyn surge_runtime::cluster::Cluster> {
     CLUSTER.get().cloned().unwrap_or_else(|| std::sync::Arc::new(surge_runtime::cluster::Single))
 }
 
+/// Each fluid region, wall and obstacle in fill order: its name in the case (`wall[2]`), its
+/// shape and its particle count.
+fn objects(case: &Case, counts: &surge_core::geometry::Counts) -> Vec<(String, &'static str, u64)> {
+    let kind = |s: &Option<std::sync::Arc<surge_core::shape::Shape>>| s.as_deref().map_or("box", |s| s.kind);
+    let fluid = surge_core::geometry::fluid_counts(case);
+    let mut out: Vec<(String, &'static str, u64)> =
+        fluid.iter().enumerate().map(|(k, n)| (format!("fluid[{k}]"), kind(&case.fluid_shapes[k]), *n)).collect();
+    out.extend(counts.walls.iter().enumerate().map(|(k, n)| (format!("wall[{k}]"), kind(&case.walls[k].shape), *n)));
+    out.extend(
+        counts
+            .obstacles
+            .iter()
+            .enumerate()
+            .map(|(k, n)| (format!("obstacle[{k}]"), kind(&case.obstacle_shapes[k]), *n)),
+    );
+    out
+}
+
 fn load(path: &Path, common: &Common) -> Result<Case, Failure> {
     Case::from_file(path, &common.set).map_err(|e| Failure(EXIT_BAD_INPUT, e.to_string()))
 }
 
-fn cmd_check(path: &Path, common: &Common) -> Result<(), Failure> {
+fn cmd_check(path: &Path, write_particles: Option<&Path>, common: &Common) -> Result<(), Failure> {
+    let t0 = std::time::Instant::now();
     let case = load(path, common)?;
+    let checked_s = t0.elapsed().as_secs_f64();
     let grid =
         Grid::new(&case, case.split_axis()).map_err(|e| Failure(EXIT_BAD_INPUT, format!("{}: {e}", path.display())))?;
     // Counted, not built: a case too large for this host is refused below, not killed.
@@ -345,6 +369,15 @@ fn cmd_check(path: &Path, common: &Common) -> Result<(), Failure> {
     let dt0 = case.initial_dt();
     println!("case        {} ({}), {}D", case.name, path.display(), case.dim);
     println!("particles   {n} (fluid {fluid}, boundary {})", n - fluid);
+    let objects = objects(&case, &counts);
+    for (name, kind, count) in &objects {
+        println!("            {name:<12} {kind:<9} {count}");
+    }
+    if case.fluid_shapes.iter().chain(&case.obstacle_shapes).any(Option::is_some)
+        || case.walls.iter().any(|w| w.shape.is_some())
+    {
+        println!("            (shapes read, checked and counted in {checked_s:.2} s)");
+    }
     println!(
         "dp, h       {} m, {:.6} m (h/dp {:.3}, {:?} kernel, support {:.6} m)",
         case.dp,
@@ -404,6 +437,18 @@ fn cmd_check(path: &Path, common: &Common) -> Result<(), Failure> {
     );
     if let Some(line) = surge_runtime::memory::refusal(&host, &case, gpu, devices, 1.0) {
         return Err(bad(line));
+    }
+    if let Some(dir) = write_particles {
+        let t0 = std::time::Instant::now();
+        let filled = surge_core::geometry::fill(&case);
+        let fill_s = t0.elapsed().as_secs_f64();
+        let object: Vec<u32> =
+            objects.iter().enumerate().flat_map(|(k, (_, _, n))| std::iter::repeat_n(k as u32, *n as usize)).collect();
+        let out = dir.join(format!("{}_particles.vtu", case.name));
+        std::fs::create_dir_all(dir)
+            .and_then(|_| surge_io::write_filled(&out, &filled, &object))
+            .map_err(|e| Failure(EXIT_RUN_FAILED, format!("cannot write {}: {e}", out.display())))?;
+        println!("particles   written to {} (filled in {fill_s:.2} s)", out.display());
     }
     // The kernels need NVRTC but no GPU: a case can be checked on a login node.
     if common.backend != BackendArg::Cpu {

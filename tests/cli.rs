@@ -64,6 +64,7 @@ const BROKEN: &[(&str, &[&str])] = &[
     ("duplicate_key.toml", &["not valid TOML", "duplicate key", "line 6"]),
     ("negative_checkpoint_interval.toml", &["field `checkpoint.interval`", "positive", "-0.05"]),
     ("checkpoint_keep_zero.toml", &["field `checkpoint.keep`", "at least 1"]),
+    ("missing_mesh_file.toml", &["field `wall[0].file`", "cannot read", "geometry/no_such_tank.stl"]),
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -783,4 +784,73 @@ fn plot_reads_the_spheric_test2_experiment() {
     assert_eq!(row("H4")[3..], ["0.55110", "0.0070"], "{}", out.describe());
     assert!(out.stdout.contains("no gauge for its columns P2, P3"), "{}", out.describe());
     assert_png(&tmp.join("plots/P1.png"));
+}
+
+/// `surge check --write-particles` fills a case of shapes (a mesh tank, a cylinder of fluid, a
+/// sphere obstacle) and writes every particle with its kind, object and wall normal, running
+/// nothing; a mesh that is not closed is refused in one line, exit 2, nothing written.
+#[test]
+fn check_writes_the_particles_of_shapes_and_refuses_an_open_mesh() {
+    use surge_core::mesh::{box_triangles, write_binary_stl};
+    let tmp = TempDir::new("shapes-check");
+    let geo = tmp.0.join("geometry");
+    fs::create_dir_all(&geo).unwrap();
+    let tank = box_triangles([-0.5, -0.5, 0.0], [0.5, 0.5, 0.75]);
+    fs::write(geo.join("tank.stl"), write_binary_stl(&tank)).unwrap();
+    fs::write(geo.join("open.stl"), write_binary_stl(&tank[..10])).unwrap();
+    let text = |mesh: &str| {
+        format!(
+            "dp = 0.05\ntime = {{ end = 0.1 }}\nphysics = {{ body_force = [0.0, 0.0, -9.81], boundary = {{ kind = \"mdbc\" }} }}\n\
+             fluid = [{{ shape = \"cylinder\", centre = [0.0, 0.0, 0.2], axis = [0.0, 0.0, 1.0], radius = 0.4, length = 0.4 }}]\n\
+             wall = [{{ shape = \"mesh\", file = \"geometry/{mesh}\", layers = 2 }}]\n\
+             obstacle = [{{ shape = \"sphere\", centre = [0.0, 0.0, 0.15], radius = 0.1 }}]\n"
+        )
+    };
+    let case = tmp.0.join("tank.toml");
+    fs::write(&case, text("tank.stl")).unwrap();
+    let out_dir = tmp.0.join("particles");
+    let args = ["check", case.to_str().unwrap(), "--backend", "cpu", "--write-particles", out_dir.to_str().unwrap()];
+    let out = surge(&args);
+    out.assert_no_panic();
+    out.assert_code(0);
+    let parsed = Case::from_file(&case, &[]).unwrap();
+    let counts = surge_core::geometry::counts(&parsed);
+    for line in ["fluid[0]     cylinder", "wall[0]      mesh", "obstacle[0]  sphere"] {
+        assert!(out.stdout.contains(line), "`{line}` missing\n{}", out.describe());
+    }
+    assert!(out.stdout.contains(&format!("wall[0]      mesh      {}", counts.walls[0])), "{}", out.describe());
+    let vtu = surge_io::read_vtu(&out_dir.join("tank_particles.vtu")).unwrap();
+    assert_eq!(vtu.points.len() as u64, counts.total());
+    let object = &vtu.arrays["object"];
+    let kind = &vtu.arrays["kind"];
+    let normal = &vtu.arrays["wall_normal"];
+    for i in 0..vtu.points.len() {
+        let n = [normal[3 * i], normal[3 * i + 1], normal[3 * i + 2]];
+        let len = (n[0] * n[0] + n[1] * n[1] + n[2] * n[2]).sqrt();
+        if kind[i] == 0.0 {
+            assert_eq!((object[i], len), (0.0, 0.0));
+        } else {
+            assert!(object[i] >= 1.0 && (len - 1.0).abs() < 1e-5, "particle {i}: object {} normal {n:?}", object[i]);
+        }
+    }
+    // The wall's particles lie outside the tank and their normals point into it.
+    for i in (0..vtu.points.len()).filter(|&i| object[i] == 1.0) {
+        let p = vtu.points[i];
+        let outside = p[0].abs() > 0.5 || p[1].abs() > 0.5 || p[2] < 0.0 || p[2] > 0.75;
+        let inward = normal[3 * i] * p[0] <= 1e-9 && normal[3 * i + 1] * p[1] <= 1e-9;
+        assert!(outside && inward, "wall particle {i} at {p:?}: normal {:?}", &normal[3 * i..3 * i + 3]);
+    }
+
+    fs::write(&case, text("open.stl")).unwrap();
+    let out_dir = tmp.0.join("not_written");
+    let args = ["check", case.to_str().unwrap(), "--backend", "cpu", "--write-particles", out_dir.to_str().unwrap()];
+    let out = surge(&args);
+    out.assert_no_panic();
+    out.assert_code(EXIT_BAD_INPUT);
+    let line = out.single_error_line();
+    for want in ["tank.toml", "field `wall[0].file`", "geometry/open.stl", "not closed: 4 open edges", "the first at ("]
+    {
+        assert!(line.contains(want), "`{want}` not in: {line}");
+    }
+    assert!(!out_dir.exists(), "nothing may be written for a refused case");
 }

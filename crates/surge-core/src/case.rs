@@ -3,7 +3,9 @@
 
 use crate::config::*;
 use crate::physics::eos::tait_b;
+use crate::shape::{Placement, Primitive, Shape};
 use std::path::Path;
+use std::sync::Arc;
 
 /// Viscosity with its parameter.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -91,11 +93,15 @@ impl Aabb {
     }
 }
 
-/// A wall: layers outside some faces of a box.
+/// A wall: layers outside some faces of a box, or along the surface of a shape.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Wall {
-    /// The enclosed box (the wall surfaces).
+    /// The enclosed box (the wall surfaces); a shape's bounding box.
     pub inner: Aabb,
+    /// The shape whose surface carries the layers; `None` for an axis-aligned box wall.
+    pub shape: Option<Arc<Shape>>,
+    /// A shape wall's layers lie inside its surface (the fluid outside) rather than outside.
+    pub inside: bool,
     /// `faces[axis][0]` is the low face, `[1]` the high face.
     pub faces: [[bool; 2]; 3],
     /// Number of particle layers.
@@ -107,7 +113,7 @@ pub struct Wall {
 impl Wall {
     /// The box the layers occupy, inner box included.
     pub fn outer(&self, dp: f64) -> Aabb {
-        let t = self.layers as f64 * dp;
+        let t = if self.inside { 0.0 } else { self.layers as f64 * dp };
         let mut o = self.inner;
         for a in 0..3 {
             if self.faces[a][0] {
@@ -269,12 +275,20 @@ pub struct Case {
     pub formats: Vec<OutputFormat>,
     /// Gauges.
     pub gauges: Vec<Gauge>,
-    /// Fluid boxes.
+    /// Fluid regions: a box, or the bounding box of the shape in `fluid_shapes`.
     pub fluid: Vec<Aabb>,
+    /// The shape of each fluid region; `None` for an axis-aligned box.
+    pub fluid_shapes: Vec<Option<Arc<Shape>>>,
     /// Walls.
     pub walls: Vec<Wall>,
-    /// Obstacles.
+    /// Obstacles: a box, or the bounding box of the shape in `obstacle_shapes`.
     pub obstacles: Vec<Aabb>,
+    /// The shape of each obstacle; `None` for an axis-aligned box.
+    pub obstacle_shapes: Vec<Option<Arc<Shape>>>,
+    /// With shapes: the particles of each fluid region and the case's counts, counted once
+    /// when the case is checked (a pass over the lattice), which
+    /// [`crate::geometry::counts`] returns; `None` for boxes only (counted by arithmetic).
+    pub counted: Option<Arc<(Vec<u64>, crate::geometry::Counts)>>,
     /// Initial velocity.
     pub initial: Initial,
     /// Simulated time between checkpoints; `None`: no periodic checkpoints.
@@ -374,6 +388,183 @@ impl Checker<'_> {
 
 const AXES: [&str; 3] = ["x", "y", "z"];
 
+/// Lattice points of one shape's bounding box above which the case is refused: 4e10
+/// particles would need about 3 TB of host memory to build.
+const MAX_LATTICE_POINTS: f64 = 4e10;
+
+/// The dimension a fluid region's keys imply: a box's `min`, a sphere's `centre`, a polygon
+/// with `extrude` (3D) or without (2D), a mesh (3D).
+fn dim_of(k: &ShapeKeys) -> usize {
+    match k.shape {
+        ShapeKind::Box => k.min.map_or(0, <[f64]>::len),
+        ShapeKind::Sphere | ShapeKind::Cylinder => k.centre.map_or(0, <[f64]>::len),
+        ShapeKind::Polygon if k.extrude.is_some() => 3,
+        ShapeKind::Polygon => 2,
+        ShapeKind::Mesh => 3,
+    }
+}
+
+impl Checker<'_> {
+    fn number(&self, field: &str, x: Option<f64>) -> Result<f64, CaseError> {
+        self.positive(field, x.ok_or_else(|| self.err(field, "missing: this shape needs it"))?)
+    }
+
+    fn need<'v, T: ?Sized>(&self, field: &str, x: Option<&'v T>) -> Result<&'v T, CaseError> {
+        x.ok_or_else(|| self.err(field, "missing: this shape needs it"))
+    }
+
+    /// A fluid, wall or obstacle region: an axis-aligned box (`translate` and `scale` moved
+    /// into its corners; the shape is then `None`) or a placed shape, with its bounding box.
+    /// `reach`: how far from a mesh's surface nearest-point queries must answer.
+    fn region(
+        &self,
+        field: &str,
+        k: &ShapeKeys,
+        dp: f64,
+        reach: f64,
+        base: &Path,
+    ) -> Result<(Aabb, Option<Arc<Shape>>), CaseError> {
+        let dim = self.dim;
+        let kind = k.shape;
+        // Keys of another kind of shape are refused, not ignored.
+        let given = [
+            ("min", k.min.is_some(), kind == ShapeKind::Box),
+            ("max", k.max.is_some(), kind == ShapeKind::Box),
+            ("centre", k.centre.is_some(), matches!(kind, ShapeKind::Sphere | ShapeKind::Cylinder)),
+            ("radius", k.radius.is_some(), matches!(kind, ShapeKind::Sphere | ShapeKind::Cylinder)),
+            ("axis", k.axis.is_some(), kind == ShapeKind::Cylinder && dim == 3),
+            ("length", k.length.is_some(), kind == ShapeKind::Cylinder && dim == 3),
+            ("points", k.points.is_some(), kind == ShapeKind::Polygon),
+            ("extrude", k.extrude.is_some(), kind == ShapeKind::Polygon && dim == 3),
+            ("file", k.file.is_some(), kind == ShapeKind::Mesh),
+        ];
+        if let Some((key, ..)) = given.iter().find(|(_, given, applies)| *given && !applies) {
+            let why = if matches!(*key, "axis" | "length" | "extrude") && dim == 2 {
+                format!(" in 2D (a 2D {} lies in the xy plane)", kind.name())
+            } else {
+                String::new()
+            };
+            return Err(self
+                .err(format!("{field}.{key}"), format!("`{key}` does not apply to shape = \"{}\"{why}", kind.name())));
+        }
+        let translate = match k.translate {
+            Some(t) => self.vec(&format!("{field}.translate"), t, dim)?,
+            None => [0.0; 3],
+        };
+        let scale = match k.scale {
+            Some(s) => self.positive(&format!("{field}.scale"), s)?,
+            None => 1.0,
+        };
+        let rot = match k.rotate {
+            None => Placement::IDENTITY.rot,
+            Some(r) => {
+                let f = format!("{field}.rotate");
+                if !r.degrees.is_finite() {
+                    return Err(self.err(format!("{f}.degrees"), format!("{} is not a finite number", r.degrees)));
+                }
+                let axis = match (&r.axis, dim) {
+                    (None, _) => [0.0, 0.0, 1.0],
+                    (Some(_), 2) => {
+                        return Err(self.err(format!("{f}.axis"), "in 2D rotations are about z: leave out the axis"))
+                    }
+                    (Some(a), _) => self.vec(&format!("{f}.axis"), a, 3)?,
+                };
+                if axis == [0.0; 3] {
+                    return Err(self.err(format!("{f}.axis"), "the rotation axis is the zero vector"));
+                }
+                Placement::rotation(axis, r.degrees)
+            }
+        };
+        let place = Placement { rot, scale, translate };
+        let prim = match kind {
+            ShapeKind::Box => {
+                let (min, max) =
+                    (self.need(&format!("{field}.min"), k.min)?, self.need(&format!("{field}.max"), k.max)?);
+                let b = self.aabb(field, min, max, 0.0)?;
+                if k.rotate.is_none() {
+                    // Still axis-aligned: a plain box, filled as boxes always were.
+                    let b = Aabb {
+                        min: std::array::from_fn(|a| b.min[a] * scale + translate[a]),
+                        max: std::array::from_fn(|a| b.max[a] * scale + translate[a]),
+                    };
+                    for (a, axis) in AXES.iter().enumerate().take(dim) {
+                        let ext = b.max[a] - b.min[a];
+                        if ext < dp * (1.0 - 1e-9) {
+                            return Err(self.err(
+                                field,
+                                format!("the box is {ext} m along {axis}, smaller than dp = {dp}: no particle fits"),
+                            ));
+                        }
+                    }
+                    return Ok((b, None));
+                }
+                Primitive::Box { min: b.min, max: b.max }
+            }
+            ShapeKind::Sphere | ShapeKind::Cylinder => {
+                let centre =
+                    self.vec(&format!("{field}.centre"), self.need(&format!("{field}.centre"), k.centre)?, dim)?;
+                let radius = self.number(&format!("{field}.radius"), k.radius)?;
+                if kind == ShapeKind::Sphere || dim == 2 {
+                    Primitive::Sphere { centre, radius }
+                } else {
+                    let axis = self.vec(&format!("{field}.axis"), self.need(&format!("{field}.axis"), k.axis)?, 3)?;
+                    let n = crate::mesh::norm(axis);
+                    if n == 0.0 {
+                        return Err(self.err(format!("{field}.axis"), "the cylinder's axis is the zero vector"));
+                    }
+                    let length = self.number(&format!("{field}.length"), k.length)?;
+                    Primitive::Cylinder { centre, axis: axis.map(|x| x / n), radius, length }
+                }
+            }
+            ShapeKind::Polygon => {
+                let f = format!("{field}.points");
+                let pts = self.need(&f, k.points)?;
+                if pts.len() < 3 {
+                    return Err(self.err(f, format!("a polygon needs at least 3 points, found {}", pts.len())));
+                }
+                let mut points = Vec::new();
+                for (i, p) in pts.iter().enumerate() {
+                    let v = self.vec(&format!("{f}[{i}]"), p, 2)?;
+                    points.push([v[0], v[1]]);
+                }
+                let n = points.len();
+                let area: f64 =
+                    (0..n).map(|i| points[i][0] * points[(i + 1) % n][1] - points[i][1] * points[(i + 1) % n][0]).sum();
+                if area == 0.0 {
+                    return Err(self.err(f, "the polygon encloses no area"));
+                }
+                let extrude = if dim == 3 {
+                    let fe = format!("{field}.extrude");
+                    let e = self.need(&fe, k.extrude)?;
+                    if e.len() != 2 || !e.iter().all(|x| x.is_finite()) || e[1] <= e[0] {
+                        return Err(self.err(fe, format!("expected [zmin, zmax] with zmin < zmax, found {e:?}")));
+                    }
+                    Some([e[0], e[1]])
+                } else {
+                    None
+                };
+                Primitive::Polygon { points, extrude }
+            }
+            ShapeKind::Mesh => {
+                let f = format!("{field}.file");
+                if dim == 2 {
+                    return Err(self.err(f, "a mesh is a 3D surface; a 2D case takes a polygon"));
+                }
+                let name = self.need(&f, k.file)?;
+                let path = base.join(name);
+                let tris = crate::mesh::read_stl(&path).map_err(|e| self.err(&f, e))?;
+                crate::mesh::check_closed(&tris).map_err(|e| self.err(&f, format!("`{name}`: {e}")))?;
+                let placed = tris.iter().map(|t| t.map(|v| place.apply(v))).collect();
+                let index = crate::mesh::MeshIndex::new(placed, reach);
+                let s = Shape::new("mesh", Primitive::Mesh(Arc::new(index)), Placement::IDENTITY, dim);
+                return Ok((s.bbox, Some(Arc::new(s))));
+            }
+        };
+        let s = Shape::new(kind.name(), prim, place, dim);
+        Ok((s.bbox, Some(Arc::new(s))))
+    }
+}
+
 /// `wall.N` or `obstacle.N`.
 fn parse_solid(on: &str) -> Option<Solid> {
     let (kind, index) = on.split_once('.')?;
@@ -417,7 +608,7 @@ impl Case {
         let pre = Checker { file, dim: 0 };
         let dim = match (f.domain.as_ref().and_then(|d| d.min.as_ref()), f.fluid.first()) {
             (Some(min), _) => min.len(),
-            (None, Some(b)) => b.min.len(),
+            (None, Some(b)) => dim_of(&b.keys()),
             (None, None) => return Err(pre.err("fluid", "nothing to simulate: the case has no [[fluid]] box")),
         };
         if dim != 2 && dim != 3 {
@@ -443,17 +634,38 @@ impl Case {
         if f.fluid.is_empty() {
             return Err(c.err("fluid", "nothing to simulate: the case has no [[fluid]] box"));
         }
-        let fluid = f
-            .fluid
-            .iter()
-            .enumerate()
-            .map(|(i, b)| c.aabb(&format!("fluid[{i}]"), &b.min, &b.max, dp))
-            .collect::<Result<Vec<_>, _>>()?;
+        let base = Path::new(file).parent().unwrap_or(Path::new(""));
+        let (mut fluid, mut fluid_shapes) = (Vec::new(), Vec::new());
+        for (i, b) in f.fluid.iter().enumerate() {
+            let (bbox, shape) = c.region(&format!("fluid[{i}]"), &b.keys(), dp, dp, base)?;
+            fluid.push(bbox);
+            fluid_shapes.push(shape);
+        }
         let default_layers = (2.0 * h / dp - 1e-9).ceil() as u32;
         let mut walls = Vec::new();
         for (i, w) in f.wall.iter().enumerate() {
             let field = format!("wall[{i}]");
-            let inner = c.aabb(&field, &w.min, &w.max, dp)?;
+            let layers = w.layers.unwrap_or(default_layers);
+            if layers == 0 {
+                return Err(c.err(format!("{field}.layers"), "expected at least 1 layer"));
+            }
+            let reach = (layers as f64 * dp).max(2.0 * h) + dp;
+            let (inner, shape) = c.region(&field, &w.keys(), dp, reach, base)?;
+            if shape.is_some() && w.faces.is_some() {
+                return Err(c.err(
+                    format!("{field}.faces"),
+                    format!(
+                        "faces apply to an axis-aligned box wall; this {} wall has layers all along its surface",
+                        w.shape.name()
+                    ),
+                ));
+            }
+            if shape.is_none() && w.side.is_some() {
+                return Err(c.err(
+                    format!("{field}.side"),
+                    "an axis-aligned box wall has its layers outside its faces; side applies to other shapes",
+                ));
+            }
             let mut faces = [[false; 2]; 3];
             match &w.faces {
                 None => (0..dim).for_each(|a| faces[a] = [true, true]),
@@ -477,15 +689,12 @@ impl Case {
                     }
                 }
             }
-            let layers = w.layers.unwrap_or(default_layers);
-            if layers == 0 {
-                return Err(c.err(format!("{field}.layers"), "expected at least 1 layer"));
-            }
             let velocity = match &w.velocity {
                 Some(v) => c.vec(&format!("{field}.velocity"), v, dim)?,
                 None => [0.0; 3],
             };
-            walls.push(Wall { inner, faces, layers, velocity });
+            let inside = w.side == Some(WallSide::Inside);
+            walls.push(Wall { inner, shape, inside, faces, layers, velocity });
         }
         // Solid names, for force gauges: unique, and never read as `wall.N` or `obstacle.N`.
         let mut named: Vec<(&str, String)> = Vec::new();
@@ -507,20 +716,22 @@ impl Case {
             }
             named.push((n.as_str(), solid));
         }
-        let obstacles = f
-            .obstacle
-            .iter()
-            .enumerate()
-            .map(|(i, b)| c.aabb(&format!("obstacle[{i}]"), &b.min, &b.max, dp))
-            .collect::<Result<Vec<_>, _>>()?;
+        let (mut obstacles, mut obstacle_shapes) = (Vec::new(), Vec::new());
+        for (i, b) in f.obstacle.iter().enumerate() {
+            let (bbox, shape) = c.region(&format!("obstacle[{i}]"), &b.keys(), dp, 2.0 * h + dp, base)?;
+            obstacles.push(bbox);
+            obstacle_shapes.push(shape);
+        }
+        // Two axis-aligned boxes that overlap are refused (a typo, most often); where a shape
+        // is involved, the fill cuts the fluid instead (fluid minus solids, dp/2 apart).
         for (i, fb) in fluid.iter().enumerate() {
             for (j, w) in walls.iter().enumerate() {
-                if fb.overlaps(&w.outer(dp), dim) && !w.inner.contains_box(fb, dim) {
+                if w.shape.is_none() && fb.overlaps(&w.outer(dp), dim) && !w.inner.contains_box(fb, dim) {
                     return Err(c.err(format!("fluid[{i}]"), format!("the fluid box overlaps the particle layers of wall[{j}]; keep fluid inside the wall's min/max")));
                 }
             }
             for (j, o) in obstacles.iter().enumerate() {
-                if fb.overlaps(o, dim) {
+                if fluid_shapes[i].is_none() && obstacle_shapes[j].is_none() && fb.overlaps(o, dim) {
                     return Err(c.err(
                         format!("fluid[{i}]"),
                         format!("the fluid box overlaps obstacle[{j}]; split the fluid into boxes around it"),
@@ -528,7 +739,7 @@ impl Case {
                 }
             }
             for (j, o) in fluid.iter().enumerate().skip(i + 1) {
-                if fb.overlaps(o, dim) {
+                if fluid_shapes[i].is_none() && fluid_shapes[j].is_none() && fb.overlaps(o, dim) {
                     return Err(c.err(format!("fluid[{j}]"), format!("the fluid box overlaps fluid[{i}]")));
                 }
             }
@@ -719,16 +930,32 @@ impl Case {
                         .map_err(|e| c.err("domain.periodic", format!("periodic axis {}: {e}", AXES[a])))?;
                 }
                 if !b.contains_box(&geometry_box, dim) {
-                    let a = (0..dim)
-                        .find(|&a| geometry_box.min[a] < b.min[a] || geometry_box.max[a] > b.max[a])
-                        .unwrap_or(0);
-                    return Err(c.err(
-                        "domain",
-                        format!(
-                            "the geometry spans {} to {} along {} (wall layers included), outside the domain {} to {}",
-                            geometry_box.min[a], geometry_box.max[a], AXES[a], b.min[a], b.max[a]
-                        ),
-                    ));
+                    let objects = (fluid
+                        .iter()
+                        .enumerate()
+                        .map(|(k, x)| (format!("fluid[{k}]"), *x, &fluid_shapes[k])))
+                    .chain(walls.iter().enumerate().map(|(k, w)| (format!("wall[{k}]"), w.outer(dp), &w.shape)))
+                    .chain(
+                        obstacles.iter().enumerate().map(|(k, x)| (format!("obstacle[{k}]"), *x, &obstacle_shapes[k])),
+                    );
+                    for (name, x, shape) in objects {
+                        if let Some(a) = (0..dim).find(|&a| x.min[a] < b.min[a] || x.max[a] > b.max[a]) {
+                            let hint = match shape.as_deref() {
+                                Some(s) if s.kind == "mesh" => {
+                                    " (a mesh drawn in mm needs `scale = 0.001` in a case in m)"
+                                }
+                                _ => "",
+                            };
+                            return Err(c.err(
+                                "domain",
+                                format!(
+                                    "{name} spans {} to {} along {} (wall layers included), outside the domain {} \
+                                     to {}{hint}",
+                                    x.min[a], x.max[a], AXES[a], b.min[a], b.max[a]
+                                ),
+                            ));
+                        }
+                    }
                 }
                 b
             }
@@ -856,7 +1083,7 @@ impl Case {
             }
         };
 
-        Ok(Case {
+        let mut case = Case {
             name,
             dim,
             dp,
@@ -900,8 +1127,11 @@ impl Case {
             formats,
             gauges,
             fluid,
+            fluid_shapes,
             walls,
             obstacles,
+            obstacle_shapes,
+            counted: None,
             initial,
             checkpoint_interval,
             checkpoint_keep: f.checkpoint.keep,
@@ -909,7 +1139,68 @@ impl Case {
             max_removed,
             split,
             balance: Balance { enabled: dc.balance, every: dc.balance_every, threshold: dc.balance_threshold },
-        })
+        };
+        case.check_fill(file)?;
+        Ok(case)
+    }
+
+    /// Refuse a shape that holds no particle (too small for dp, or cut away by solids).
+    fn check_fill(&mut self, file: &str) -> Result<(), CaseError> {
+        let shaped = self.fluid_shapes.iter().chain(&self.obstacle_shapes).any(Option::is_some)
+            || self.walls.iter().any(|w| w.shape.is_some());
+        if !shaped {
+            return Ok(());
+        }
+        let err = |field: String, message: String| CaseError { file: file.to_string(), field, message };
+        // A shape far too large for dp (a mesh in mm read as m) is refused before its
+        // lattice is walked: counting it would take hours.
+        let shapes = (self.fluid_shapes.iter().enumerate().map(|(k, s)| (format!("fluid[{k}]"), s.as_deref(), 0)))
+            .chain(self.walls.iter().enumerate().map(|(k, w)| (format!("wall[{k}]"), w.shape.as_deref(), w.layers)))
+            .chain(self.obstacle_shapes.iter().enumerate().map(|(k, s)| (format!("obstacle[{k}]"), s.as_deref(), 0)));
+        for (field, s, layers) in shapes {
+            let Some(s) = s else { continue };
+            let points: f64 =
+                (0..self.dim).map(|a| (s.bbox.max[a] - s.bbox.min[a]) / self.dp + 2.0 * layers as f64 + 2.0).product();
+            if points > MAX_LATTICE_POINTS {
+                return Err(err(
+                    field,
+                    format!(
+                        "the {} spans {points:.3e} lattice points at dp = {}, far more than a host holds: check its \
+                         size and units (`scale`)",
+                        s.kind, self.dp
+                    ),
+                ));
+            }
+        }
+        let per_fluid = crate::geometry::fluid_counts(self);
+        let counts = crate::geometry::count_with(self, &per_fluid);
+        let named =
+            per_fluid
+                .iter()
+                .enumerate()
+                .map(|(k, n)| (format!("fluid[{k}]"), *n, self.fluid_shapes[k].as_deref().map_or("box", |s| s.kind)))
+                .chain(
+                    counts.walls.iter().enumerate().map(|(k, n)| {
+                        (format!("wall[{k}]"), *n, self.walls[k].shape.as_deref().map_or("box", |s| s.kind))
+                    }),
+                )
+                .chain(counts.obstacles.iter().enumerate().map(|(k, n)| {
+                    (format!("obstacle[{k}]"), *n, self.obstacle_shapes[k].as_deref().map_or("box", |s| s.kind))
+                }));
+        for (field, n, kind) in named {
+            if n == 0 {
+                return Err(err(
+                    field,
+                    format!(
+                        "the {kind} holds no particle at dp = {} (smaller than dp, or the fluid is all within dp/2 \
+                         of solids)",
+                        self.dp
+                    ),
+                ));
+            }
+        }
+        self.counted = Some(Arc::new((per_fluid, counts)));
+        Ok(())
     }
 
     /// The identity of the simulated problem, which a checkpoint carries so that a restart
@@ -961,8 +1252,11 @@ impl Case {
             formats: _,
             gauges: _,
             fluid,
+            fluid_shapes,
             walls,
             obstacles,
+            obstacle_shapes,
+            counted: _,
             initial,
             checkpoint_interval: _,
             checkpoint_keep: _,
@@ -1008,19 +1302,36 @@ impl Case {
             Scheme::Symplectic => hs.str("symplectic"),
             Scheme::Verlet => hs.str("verlet").u64(*verlet_euler_every as u64),
         };
+        // Boxes hash as before shapes existed, so their cases keep their hash.
+        let shape = |hs: &mut Fnv1a, s: &Option<Arc<Shape>>| {
+            if let Some(s) = s {
+                hs.str("shape");
+                s.hash_into(hs);
+            }
+        };
         hs.u64(fluid.len() as u64);
-        fluid.iter().for_each(|b| aabb(&mut hs, b));
+        fluid.iter().zip(fluid_shapes).for_each(|(b, s)| {
+            aabb(&mut hs, b);
+            shape(&mut hs, s);
+        });
         hs.u64(walls.len() as u64);
         for w in walls {
-            let Wall { inner, faces, layers, velocity } = w;
+            let Wall { inner, shape: wall_shape, inside, faces, layers, velocity } = w;
             aabb(&mut hs, inner);
+            shape(&mut hs, wall_shape);
+            if wall_shape.is_some() {
+                hs.u64(*inside as u64);
+            }
             faces.iter().flatten().for_each(|&f| {
                 hs.u64(f as u64);
             });
             hs.u64(*layers as u64).f64s(velocity);
         }
         hs.u64(obstacles.len() as u64);
-        obstacles.iter().for_each(|b| aabb(&mut hs, b));
+        obstacles.iter().zip(obstacle_shapes).for_each(|(b, s)| {
+            aabb(&mut hs, b);
+            shape(&mut hs, s);
+        });
         match *initial {
             Initial::Constant(v) => hs.str("constant").f64s(&v),
             Initial::TaylorGreen { u0 } => hs.str("taylor_green").f64(u0),

@@ -472,46 +472,184 @@ impl Default for OutputSpec {
     }
 }
 
-/// A box filled with fluid particles at `min + (i + 1/2) dp`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FluidBox {
-    /// Lower corner.
-    pub min: Vec<f64>,
-    /// Upper corner.
-    pub max: Vec<f64>,
+/// The kind of a fluid, wall or obstacle shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ShapeKind {
+    /// `min`, `max` (default).
+    #[default]
+    Box,
+    /// `centre`, `axis`, `radius`, `length` in 3D; in 2D a circle: `centre`, `radius`.
+    Cylinder,
+    /// `centre`, `radius` (a circle in 2D).
+    Sphere,
+    /// `points` (the outline in the xy plane), and in 3D `extrude = [zmin, zmax]`.
+    Polygon,
+    /// `file`: a closed STL surface (binary or ASCII), the path relative to the case file.
+    Mesh,
 }
 
-/// Boundary layers outside the chosen faces of a box. The face itself is the wall
-/// surface: layer k sits at `(k + 1/2) dp` outside it, so fluid filling the box sits
-/// dp/2 inside it.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct WallBox {
-    /// Lower corner of the space the walls enclose.
-    pub min: Vec<f64>,
-    /// Upper corner.
-    pub max: Vec<f64>,
-    /// Faces that carry layers: any of `x-`, `x+`, `y-`, `y+`, `z-`, `z+`; default all.
-    pub faces: Option<Vec<String>>,
-    /// Number of particle layers; default enough to fill the kernel support, ceil(2h/dp).
-    pub layers: Option<u32>,
-    /// Constant velocity of the wall (a moving lid or plate); default at rest.
-    pub velocity: Option<Vec<f64>>,
-    /// A name a force gauge can use (`on = "NAME"`) besides `wall.INDEX`.
-    pub name: Option<String>,
+impl ShapeKind {
+    /// The name in the case file.
+    pub fn name(self) -> &'static str {
+        match self {
+            ShapeKind::Box => "box",
+            ShapeKind::Cylinder => "cylinder",
+            ShapeKind::Sphere => "sphere",
+            ShapeKind::Polygon => "polygon",
+            ShapeKind::Mesh => "mesh",
+        }
+    }
 }
 
-/// A solid box of boundary particles (filled on the dp lattice).
+/// A rotation by `degrees` about `axis` (right-hand rule) through the shape's origin; in 2D
+/// the axis is z and may be left out.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ObstacleBox {
-    /// Lower corner.
-    pub min: Vec<f64>,
-    /// Upper corner.
-    pub max: Vec<f64>,
-    /// A name a force gauge can use (`on = "NAME"`) besides `obstacle.INDEX`.
-    pub name: Option<String>,
+pub struct RotateSpec {
+    /// Axis of rotation (3 numbers; default z, the only one in 2D).
+    pub axis: Option<Vec<f64>>,
+    /// Angle in degrees.
+    pub degrees: f64,
+}
+
+/// Which side of a shape's surface a wall's layers lie on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WallSide {
+    /// Outside the closed surface: the fluid is inside (a tank) (default).
+    #[default]
+    Outside,
+    /// Inside the surface: the fluid is outside (a hollow body's skin).
+    Inside,
+}
+
+/// The keys every shape takes, borrowed from a [`FluidBox`], [`WallBox`] or [`ObstacleBox`].
+#[derive(Debug, Clone, Copy)]
+pub struct ShapeKeys<'a> {
+    /// Kind.
+    pub shape: ShapeKind,
+    /// Box lower corner.
+    pub min: Option<&'a [f64]>,
+    /// Box upper corner.
+    pub max: Option<&'a [f64]>,
+    /// Sphere, cylinder: centre.
+    pub centre: Option<&'a [f64]>,
+    /// Cylinder axis.
+    pub axis: Option<&'a [f64]>,
+    /// Sphere, cylinder radius.
+    pub radius: Option<f64>,
+    /// Cylinder length.
+    pub length: Option<f64>,
+    /// Polygon outline.
+    pub points: Option<&'a [Vec<f64>]>,
+    /// Polygon z range in 3D.
+    pub extrude: Option<&'a [f64]>,
+    /// Mesh file.
+    pub file: Option<&'a str>,
+    /// Translation.
+    pub translate: Option<&'a [f64]>,
+    /// Rotation.
+    pub rotate: Option<&'a RotateSpec>,
+    /// Uniform scale.
+    pub scale: Option<f64>,
+}
+
+/// Defines a shape-bearing table: the shape keys shared by `[[fluid]]`, `[[wall]]` and
+/// `[[obstacle]]` (serde's `flatten` cannot be combined with `deny_unknown_fields`), and its
+/// own keys.
+macro_rules! shaped {
+    ($(#[$m:meta])* $name:ident { $($(#[$fm:meta])* $f:ident : $t:ty,)* }) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub struct $name {
+            /// `box` (default), `cylinder`, `sphere`, `polygon` or `mesh`.
+            #[serde(default)]
+            pub shape: ShapeKind,
+            /// Box: lower corner.
+            pub min: Option<Vec<f64>>,
+            /// Box: upper corner.
+            pub max: Option<Vec<f64>>,
+            /// Sphere, cylinder: centre.
+            pub centre: Option<Vec<f64>>,
+            /// Cylinder (3D): axis direction.
+            pub axis: Option<Vec<f64>>,
+            /// Sphere, cylinder: radius.
+            pub radius: Option<f64>,
+            /// Cylinder (3D): length along the axis.
+            pub length: Option<f64>,
+            /// Polygon: the outline's vertices `[[x, y], ...]`.
+            pub points: Option<Vec<Vec<f64>>>,
+            /// Polygon in 3D: `[zmin, zmax]` of the prism.
+            pub extrude: Option<Vec<f64>>,
+            /// Mesh: STL file, relative to the case file.
+            pub file: Option<String>,
+            /// Moves the shape, applied last.
+            pub translate: Option<Vec<f64>>,
+            /// Rotates the shape about its own origin, after scaling.
+            pub rotate: Option<RotateSpec>,
+            /// Uniform scale factor, applied first (e.g. 0.001 for a mesh in mm).
+            pub scale: Option<f64>,
+            $($(#[$fm])* pub $f: $t,)*
+        }
+
+        impl $name {
+            /// The shape keys.
+            pub fn keys(&self) -> ShapeKeys<'_> {
+                ShapeKeys {
+                    shape: self.shape,
+                    min: self.min.as_deref(),
+                    max: self.max.as_deref(),
+                    centre: self.centre.as_deref(),
+                    axis: self.axis.as_deref(),
+                    radius: self.radius,
+                    length: self.length,
+                    points: self.points.as_deref(),
+                    extrude: self.extrude.as_deref(),
+                    file: self.file.as_deref(),
+                    translate: self.translate.as_deref(),
+                    rotate: self.rotate.as_ref(),
+                    scale: self.scale,
+                }
+            }
+        }
+    };
+}
+
+shaped! {
+    /// A region filled with fluid particles on the dp lattice: a box at `min + (i + 1/2) dp`,
+    /// or any other shape on the lattice anchored at its bounding box's lower corner.
+    FluidBox {}
+}
+
+shaped! {
+    /// Boundary layers along a surface. For a box: outside the chosen faces; the face itself
+    /// is the wall surface, layer k sits at `(k + 1/2) dp` outside it, so fluid filling the box
+    /// sits dp/2 inside it. For another shape: the lattice points within `layers * dp` of the
+    /// closed surface, on the side `side` names.
+    WallBox {
+        /// Box walls: faces that carry layers: any of `x-`, `x+`, `y-`, `y+`, `z-`, `z+`;
+        /// default all.
+        faces: Option<Vec<String>>,
+        /// Number of particle layers; default enough to fill the kernel support, ceil(2h/dp).
+        layers: Option<u32>,
+        /// Constant velocity of the wall (a moving lid or plate); default at rest.
+        velocity: Option<Vec<f64>>,
+        /// A name a force gauge can use (`on = "NAME"`) besides `wall.INDEX`.
+        name: Option<String>,
+        /// Shapes other than an axis-aligned box: `outside` (default: a tank, fluid inside)
+        /// or `inside` the surface.
+        side: Option<WallSide>,
+    }
+}
+
+shaped! {
+    /// A solid of boundary particles filled on the dp lattice.
+    ObstacleBox {
+        /// A name a force gauge can use (`on = "NAME"`) besides `obstacle.INDEX`.
+        name: Option<String>,
+    }
 }
 
 /// A gauge: one column of `gauges.csv` (a force gauge: one per component).

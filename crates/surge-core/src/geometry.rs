@@ -1,10 +1,21 @@
-//! Fill the case's boxes with particles on the dp lattice.
+//! Fill the case's boxes and shapes with particles on the dp lattice.
+//!
+//! An axis-aligned box is filled at `min + (i + 1/2) dp`, as it always was; any other shape
+//! ([`crate::shape`]) on the lattice anchored the same way at its bounding box's lower
+//! corner, so a box given as a mesh fills exactly like the box. A shape's wall is the
+//! lattice points within `layers * dp` of its surface on one side (outside by default), each
+//! with the unit vector to its nearest surface point (towards the fluid) and the distance.
+//! Fluid is cut where it would overlap a shaped solid: a fluid particle stays only on the
+//! fluid side of the surface and at least dp/2 from it (the gap a box-aligned fill has).
+//! Every loop runs in a fixed order (regions in case order, then z, y, x), so the particles
+//! and their ids are the same on every run and every decomposition.
 
 use crate::buffers::Kind;
-use crate::case::{Aabb, Case, Initial, Solid};
+use crate::case::{Aabb, Case, Initial, Solid, Wall};
 use crate::decomp::SliceMap;
 use crate::grid::Grid;
 use crate::physics::constants::Constants;
+use crate::shape::{Primitive, Shape};
 use std::f64::consts::PI;
 use std::ops::Range;
 
@@ -131,19 +142,238 @@ impl Counts {
     }
 }
 
+/// A shaped solid that fluid keeps away from: its surface, which side is solid, and how
+/// thick the solid is on that side (a wall's layers; an obstacle is solid all through).
+struct Cutter {
+    shape: std::sync::Arc<Shape>,
+    solid_inside: bool,
+    thickness: f64,
+    reach: Aabb,
+}
+
+impl Cutter {
+    fn new(shape: std::sync::Arc<Shape>, solid_inside: bool, thickness: f64, dp: f64) -> Cutter {
+        let g = if solid_inside { dp } else { thickness + dp };
+        let b = shape.bbox;
+        let reach = Aabb { min: b.min.map(|x| x - g), max: b.max.map(|x| x + g) };
+        Cutter { shape, solid_inside, thickness, reach }
+    }
+
+    /// True when a fluid particle at `p` would overlap the solid: on its solid side within
+    /// its thickness plus dp/2, or on the fluid side closer than dp/2 to the surface.
+    fn cuts(&self, p: [f64; 3], dim: usize, dp: f64) -> bool {
+        if !(0..dim).all(|a| self.reach.min[a] <= p[a] && p[a] <= self.reach.max[a]) {
+            return false;
+        }
+        let tol = 1e-9 * dp;
+        if self.thickness.is_finite() {
+            // A wall: most fluid lies farther from its surface than its thickness, which the
+            // nearest-point query tells without the (costlier) inside test.
+            let Some(q) = self.shape.nearest(p) else { return false };
+            let d = distance(p, q);
+            if d >= self.thickness + 0.5 * dp - tol {
+                return false;
+            }
+            let solid_side = self.shape.inside(p) == self.solid_inside;
+            return d < if solid_side { self.thickness + 0.5 * dp } else { 0.5 * dp } - tol;
+        }
+        let solid_side = self.shape.inside(p) == self.solid_inside;
+        if solid_side {
+            return true;
+        }
+        match self.shape.nearest(p) {
+            Some(q) => distance(p, q) < 0.5 * dp - tol,
+            None => false,
+        }
+    }
+}
+
+fn distance(p: [f64; 3], q: [f64; 3]) -> f64 {
+    ((p[0] - q[0]).powi(2) + (p[1] - q[1]).powi(2) + (p[2] - q[2]).powi(2)).sqrt()
+}
+
+/// The solids that cut fluid region `k`: every shaped wall and obstacle, and for a shaped
+/// fluid region the box obstacles too (two boxes that overlap are refused when the case is
+/// checked, so a box fluid is never cut by a box).
+fn cutters(case: &Case, k: usize) -> Vec<Cutter> {
+    let dp = case.dp;
+    let mut out = Vec::new();
+    for w in &case.walls {
+        if let Some(s) = &w.shape {
+            out.push(Cutter::new(s.clone(), w.inside, w.layers as f64 * dp, dp));
+        }
+    }
+    for (b, s) in case.obstacles.iter().zip(&case.obstacle_shapes) {
+        match s {
+            Some(s) => out.push(Cutter::new(s.clone(), true, f64::INFINITY, dp)),
+            None if case.fluid_shapes[k].is_some() => {
+                let s = Shape::new(
+                    "box",
+                    Primitive::Box { min: b.min, max: b.max },
+                    crate::shape::Placement::IDENTITY,
+                    case.dim,
+                );
+                out.push(Cutter::new(std::sync::Arc::new(s), true, f64::INFINITY, dp));
+            }
+            None => {}
+        }
+    }
+    out
+}
+
+/// Visit the lattice points with coordinates `axes[2] x axes[1] x axes[0]` (z, y, x order)
+/// with whether each is inside `shape`; a mesh is asked once per row along x.
+fn for_each_lattice_point(shape: &Shape, axes: &[Vec<f64>; 3], mut f: impl FnMut([f64; 3], bool)) {
+    for &z in &axes[2] {
+        for &y in &axes[1] {
+            match &shape.prim {
+                Primitive::Mesh(m) => {
+                    let row = m.crossings(y, z);
+                    for &x in &axes[0] {
+                        f([x, y, z], crate::mesh::winding_before(&row, x) != 0);
+                    }
+                }
+                _ => {
+                    for &x in &axes[0] {
+                        let p = [x, y, z];
+                        f(p, shape.inside(p));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The lattice of a shape's bounding box, grown by `extra` layers on each side.
+fn shape_axes(b: &Aabb, dim: usize, dp: f64, extra: i64) -> [Vec<f64>; 3] {
+    std::array::from_fn(|a| {
+        if a >= dim {
+            return vec![0.0];
+        }
+        let n = ((b.max[a] - b.min[a]) / dp + 1e-6).floor().max(1.0) as i64;
+        (-extra..n + extra).map(|i| b.min[a] + (i as f64 + 0.5) * dp).collect()
+    })
+}
+
+/// The fluid particles of region `k` in fill order (after cuts by solids and by earlier
+/// shaped fluid regions).
+fn fluid_points(case: &Case, k: usize, mut f: impl FnMut([f64; 3])) {
+    let (dim, dp) = (case.dim, case.dp);
+    let cut = cutters(case, k);
+    let earlier: Vec<(Aabb, Option<&Shape>)> = (0..k)
+        .filter(|&j| case.fluid_shapes[j].is_some() || case.fluid_shapes[k].is_some())
+        .map(|j| (case.fluid[j], case.fluid_shapes[j].as_deref()))
+        .collect();
+    let keep = |p: [f64; 3]| {
+        !cut.iter().any(|c| c.cuts(p, dim, dp))
+            && !earlier.iter().any(|(b, s)| match s {
+                Some(s) => s.inside(p),
+                None => (0..dim).all(|a| b.min[a] <= p[a] && p[a] <= b.max[a]),
+            })
+    };
+    match &case.fluid_shapes[k] {
+        None => for_each_point(&case.fluid[k], dim, dp, |p| {
+            if keep(p) {
+                f(p)
+            }
+        }),
+        Some(s) => for_each_lattice_point(s, &shape_axes(&s.bbox, dim, dp, 0), |p, inside| {
+            if inside && keep(p) {
+                f(p)
+            }
+        }),
+    }
+}
+
+/// The particles of a shaped wall: lattice points on its side of the surface, closer to it
+/// than `layers * dp`, with the unit vector to the nearest surface point and the distance.
+fn wall_points(case: &Case, w: &Wall, s: &Shape, mut f: impl FnMut([f64; 3], [f32; 4])) {
+    let (dim, dp) = (case.dim, case.dp);
+    let thickness = w.layers as f64 * dp;
+    let extra = if w.inside { 0 } else { w.layers as i64 + 1 };
+    for_each_lattice_point(s, &shape_axes(&s.bbox, dim, dp, extra), |p, inside| {
+        if inside != w.inside {
+            return;
+        }
+        if let Some(q) = s.nearest(p) {
+            let d = distance(p, q);
+            if d > 0.0 && d < thickness {
+                f(p, normal_to(p, q));
+            }
+        }
+    });
+}
+
+/// The particles of a shaped obstacle: the lattice points inside, each with the unit vector
+/// to its nearest surface point; a point deeper than a mesh's reach (beyond the kernel
+/// support: no fluid sees it) gets a zero normal and that reach as its distance.
+fn obstacle_points(case: &Case, s: &Shape, mut f: impl FnMut([f64; 3], [f32; 4])) {
+    let deep = match &s.prim {
+        Primitive::Mesh(m) => m.reach() as f32,
+        _ => 0.0,
+    };
+    for_each_lattice_point(s, &shape_axes(&s.bbox, case.dim, case.dp, 0), |p, inside| {
+        if inside {
+            let wall = match s.nearest(p) {
+                Some(q) if distance(p, q) > 0.0 => normal_to(p, q),
+                Some(_) => [0.0; 4],
+                None => [0.0, 0.0, 0.0, deep],
+            };
+            f(p, wall)
+        }
+    });
+}
+
+/// Fluid particles of each fluid region, counted without making them (by a counting pass
+/// over the lattice where shapes are involved).
+pub fn fluid_counts(case: &Case) -> Vec<u64> {
+    if let Some(c) = &case.counted {
+        return c.0.clone();
+    }
+    let plain = case.fluid_shapes.iter().all(Option::is_none)
+        && case.walls.iter().all(|w| w.shape.is_none())
+        && case.obstacle_shapes.iter().all(Option::is_none);
+    (0..case.fluid.len())
+        .map(|k| {
+            if plain {
+                box_count(&case.fluid[k], case.dim, case.dp)
+            } else {
+                let mut n = 0;
+                fluid_points(case, k, |_| n += 1);
+                n
+            }
+        })
+        .collect()
+}
+
 /// Lattice points of a box (the count [`for_each_point`] visits).
 fn box_count(b: &Aabb, dim: usize, dp: f64) -> u64 {
     (0..dim).map(|a| lattice(b.min[a], b.max[a], dp).count() as u64).product()
 }
 
-/// Count what [`fill`] would make: a wall is the lattice of its outer box less that of its
-/// enclosed box, axis by axis as the fill walks them.
+/// Count what [`fill`] would make: a box wall is the lattice of its outer box less that of
+/// its enclosed box, axis by axis as the fill walks them; shapes are counted exactly by a
+/// pass over their lattice that makes no particle (as long as the surface queries take,
+/// without the memory).
 pub fn counts(case: &Case) -> Counts {
+    match &case.counted {
+        Some(c) => c.1.clone(),
+        None => count_with(case, &fluid_counts(case)),
+    }
+}
+
+/// [`counts`] given the particles of each fluid region ([`fluid_counts`]).
+pub fn count_with(case: &Case, fluid: &[u64]) -> Counts {
     let (dim, dp) = (case.dim, case.dp);
     let walls = case
         .walls
         .iter()
         .map(|w| {
+            if let Some(s) = &w.shape {
+                let mut n = 0;
+                wall_points(case, w, s, |_, _| n += 1);
+                return n;
+            }
             let inner: Vec<u64> =
                 (0..dim).map(|a| lattice(w.inner.min[a], w.inner.max[a], dp).count() as u64).collect();
             let outer: u64 =
@@ -151,11 +381,20 @@ pub fn counts(case: &Case) -> Counts {
             outer - inner.iter().product::<u64>()
         })
         .collect();
-    Counts {
-        fluid: case.fluid.iter().map(|b| box_count(b, dim, dp)).sum(),
-        walls,
-        obstacles: case.obstacles.iter().map(|b| box_count(b, dim, dp)).collect(),
-    }
+    let obstacles = case
+        .obstacles
+        .iter()
+        .zip(&case.obstacle_shapes)
+        .map(|(b, s)| match s {
+            None => box_count(b, dim, dp),
+            Some(s) => {
+                let mut n = 0;
+                obstacle_points(case, s, |_, _| n += 1);
+                n
+            }
+        })
+        .collect();
+    Counts { fluid: fluid.iter().sum(), walls, obstacles }
 }
 
 /// Fill every box of the case.
@@ -164,13 +403,17 @@ pub fn fill(case: &Case) -> Filled {
     let consts = Constants::of(case);
     let dp = case.dp;
     let dim = case.dim;
-    for b in &case.fluid {
-        for_each_point(b, dim, dp, |x| {
+    for (k, b) in case.fluid.iter().enumerate() {
+        fluid_points(case, k, |x| {
             let (v, d) = initial_state(case, &consts, b, x);
             out.push(x, v, d, Kind::Fluid, [0.0; 4]);
         });
     }
     for w in &case.walls {
+        if let Some(s) = &w.shape {
+            wall_points(case, w, s, |p, n| out.push(p, w.velocity, 0.0, Kind::Boundary, n));
+            continue;
+        }
         // Per axis: layer coordinates outside the low face, the lattice inside, layers outside
         // the high face; a point belongs to the wall when any coordinate is outside.
         let axes: Vec<Vec<(f64, bool)>> = (0..3)
@@ -202,7 +445,11 @@ pub fn fill(case: &Case) -> Filled {
             }
         }
     }
-    for b in &case.obstacles {
+    for (b, s) in case.obstacles.iter().zip(&case.obstacle_shapes) {
+        if let Some(s) = s {
+            obstacle_points(case, s, |p, n| out.push(p, [0.0; 3], 0.0, Kind::Boundary, n));
+            continue;
+        }
         for_each_point(b, dim, dp, |x| {
             // The nearest face of the box, seen from inside.
             let (a, hi) = (0..dim)

@@ -12,7 +12,9 @@ pub mod gauge;
 pub mod geometry;
 pub mod grid;
 pub mod hash;
+pub mod mesh;
 pub mod physics;
+pub mod shape;
 pub mod step;
 mod vec;
 

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 pub use csv::{read_csv_frame, CsvFrame};
 pub use frame::FrameWriter;
 pub use gauge::GaugeWriter;
-pub use vtu::{read_vtu, VtuData};
+pub use vtu::{read_vtu, write_filled, VtuData};
 
 /// Writes `bytes` to `path` atomically: to `path` + ".tmp" in the same folder, fsync, then
 /// rename. Never leaves a half-written file under the final name.

@@ -116,6 +116,82 @@ pub(crate) fn write_pvtu<W: Write>(w: &mut W, pieces: &[String]) -> io::Result<(
     w.write_all(b"  </PUnstructuredGrid>\n</VTKFile>\n")
 }
 
+/// Write the particles of a freshly filled case (`surge check --write-particles`): ids,
+/// kind (0 fluid, 1 boundary), the object each belongs to (fluid regions, then walls, then
+/// obstacles, numbered in that order from 0 as [`surge_core::geometry::fill`] makes them),
+/// velocity, relative density, and for boundary particles the wall normal (towards the
+/// fluid) and the distance to the wall surface. Written whole to a temporary file, then
+/// renamed.
+pub fn write_filled(path: &Path, f: &surge_core::geometry::Filled, object: &[u32]) -> io::Result<()> {
+    let n = f.len();
+    let bytes = |v: &mut Vec<u8>, x: &[u8]| v.extend_from_slice(x);
+    let mut arrays: Vec<(&str, &str, usize, Vec<u8>)> = Vec::new();
+    let mut a = Vec::with_capacity(4 * n);
+    f.id.iter().for_each(|x| bytes(&mut a, &x.to_le_bytes()));
+    arrays.push(("id", "UInt32", 1, a));
+    arrays.push(("kind", "UInt8", 1, f.kind.iter().map(|k| *k as u8).collect()));
+    let mut a = Vec::with_capacity(4 * n);
+    object.iter().for_each(|x| bytes(&mut a, &x.to_le_bytes()));
+    arrays.push(("object", "UInt32", 1, a));
+    let mut a = Vec::with_capacity(12 * n);
+    f.vel.iter().flatten().for_each(|x| bytes(&mut a, &(*x as f32).to_le_bytes()));
+    arrays.push(("velocity", "Float32", 3, a));
+    let mut a = Vec::with_capacity(4 * n);
+    f.rel_density.iter().for_each(|x| bytes(&mut a, &x.to_le_bytes()));
+    arrays.push(("relative_density", "Float32", 1, a));
+    let mut a = Vec::with_capacity(12 * n);
+    f.wall.iter().flat_map(|w| &w[..3]).for_each(|x| bytes(&mut a, &x.to_le_bytes()));
+    arrays.push(("wall_normal", "Float32", 3, a));
+    let mut a = Vec::with_capacity(4 * n);
+    f.wall.iter().for_each(|w| bytes(&mut a, &w[3].to_le_bytes()));
+    arrays.push(("wall_distance", "Float32", 1, a));
+    let mut pts = Vec::with_capacity(24 * n);
+    f.pos.iter().flatten().for_each(|x| bytes(&mut pts, &x.to_le_bytes()));
+    let mut conn = Vec::with_capacity(8 * n);
+    (0..n as i64).for_each(|k| bytes(&mut conn, &k.to_le_bytes()));
+    let mut offs = Vec::with_capacity(8 * n);
+    (1..=n as i64).for_each(|k| bytes(&mut offs, &k.to_le_bytes()));
+    let all: Vec<(&str, &str, usize, &[u8])> = arrays
+        .iter()
+        .map(|(a, b, c, d)| (*a, *b, *c, &d[..]))
+        .chain([
+            ("Points", "Float64", 3, &pts[..]),
+            ("connectivity", "Int64", 1, &conn[..]),
+            ("offsets", "Int64", 1, &offs[..]),
+        ])
+        .collect();
+    let types = vec![VTK_VERTEX; n];
+    let all: Vec<_> = all.into_iter().chain([("types", "UInt8", 1, &types[..])]).collect();
+    let mut decl = Vec::new();
+    let mut offset = 0;
+    for (name, ty, comps, data) in &all {
+        let nc = if *comps > 1 { format!(" NumberOfComponents=\"{comps}\"") } else { String::new() };
+        decl.push(format!(
+            "        <DataArray type=\"{ty}\" Name=\"{name}\"{nc} format=\"appended\" offset=\"{offset}\"/>\n"
+        ));
+        offset += 8 + data.len();
+    }
+    let np = arrays.len();
+    crate::write_atomic_with(path, |w| {
+        write!(
+            w,
+            "<?xml version=\"1.0\"?>\n\
+             <VTKFile type=\"UnstructuredGrid\" version=\"1.0\" byte_order=\"LittleEndian\" header_type=\"UInt64\">\n  \
+             <UnstructuredGrid>\n    <Piece NumberOfPoints=\"{n}\" NumberOfCells=\"{n}\">\n      \
+             <PointData>\n{}      </PointData>\n      <Points>\n{}      </Points>\n      <Cells>\n{}      </Cells>\n    \
+             </Piece>\n  </UnstructuredGrid>\n  <AppendedData encoding=\"raw\">\n   _",
+            decl[..np].concat(),
+            decl[np],
+            decl[np + 1..].concat()
+        )?;
+        for (_, _, _, data) in &all {
+            w.write_all(&(data.len() as u64).to_le_bytes())?;
+            w.write_all(data)?;
+        }
+        w.write_all(b"\n  </AppendedData>\n</VTKFile>\n")
+    })
+}
+
 /// What [`read_vtu`] returns.
 #[derive(Debug, Clone, Default)]
 pub struct VtuData {
