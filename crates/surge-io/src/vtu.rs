@@ -28,19 +28,15 @@ const ARRAYS: [(&str, &str, usize, usize); 9] = [
 /// without a glyph filter.
 const VTK_VERTEX: u8 = 1;
 
-/// Writes the particles in `order` as a VTU file with raw appended data. Little-endian bytes
-/// are written explicitly, so the file is the same on every host.
-pub(crate) fn write_vtu<W: Write>(w: &mut W, s: &Snapshot, order: &[usize], dim: usize) -> io::Result<()> {
-    let n = order.len();
-    let mut decl = Vec::with_capacity(ARRAYS.len());
-    let mut offset = 0;
-    for (name, ty, comps, size) in ARRAYS {
-        let nc = if comps > 1 { format!(" NumberOfComponents=\"{comps}\"") } else { String::new() };
-        decl.push(format!(
-            "        <DataArray type=\"{ty}\" Name=\"{name}\"{nc} format=\"appended\" offset=\"{offset}\"/>\n"
-        ));
-        offset += 8 + n * comps * size;
-    }
+/// One `DataArray` of the appended data, at byte `offset` of it.
+fn declaration(name: &str, ty: &str, comps: usize, offset: usize) -> String {
+    let nc = if comps > 1 { format!(" NumberOfComponents=\"{comps}\"") } else { String::new() };
+    format!("        <DataArray type=\"{ty}\" Name=\"{name}\"{nc} format=\"appended\" offset=\"{offset}\"/>\n")
+}
+
+/// The XML before the appended data of `n` points (one vertex cell each): the point data
+/// `decl[..np]`, the points `decl[np]`, the cells `decl[np + 1..]`.
+fn write_header<W: Write>(w: &mut W, n: usize, decl: &[String], np: usize) -> io::Result<()> {
     write!(
         w,
         "<?xml version=\"1.0\"?>\n\
@@ -48,10 +44,23 @@ pub(crate) fn write_vtu<W: Write>(w: &mut W, s: &Snapshot, order: &[usize], dim:
          <UnstructuredGrid>\n    <Piece NumberOfPoints=\"{n}\" NumberOfCells=\"{n}\">\n      \
          <PointData>\n{}      </PointData>\n      <Points>\n{}      </Points>\n      <Cells>\n{}      </Cells>\n    \
          </Piece>\n  </UnstructuredGrid>\n  <AppendedData encoding=\"raw\">\n   _",
-        decl[..5].concat(),
-        decl[5],
-        decl[6..].concat()
-    )?;
+        decl[..np].concat(),
+        decl[np],
+        decl[np + 1..].concat()
+    )
+}
+
+/// Writes the particles in `order` as a VTU file with raw appended data. Little-endian bytes
+/// are written explicitly, so the file is the same on every host.
+pub(crate) fn write_vtu<W: Write>(w: &mut W, s: &Snapshot, order: &[usize], dim: usize) -> io::Result<()> {
+    let n = order.len();
+    let mut decl = Vec::with_capacity(ARRAYS.len());
+    let mut offset = 0;
+    for (name, ty, comps, size) in ARRAYS {
+        decl.push(declaration(name, ty, comps, offset));
+        offset += 8 + n * comps * size;
+    }
+    write_header(w, n, &decl, 5)?;
     // Block byte counts come from the same table as the offsets, so the two cannot disagree.
     let mut counts = ARRAYS.iter().map(|&(_, _, comps, size)| ((n * comps * size) as u64).to_le_bytes());
     let mut count = |w: &mut W| w.write_all(&counts.next().unwrap());
@@ -165,25 +174,12 @@ pub fn write_filled(path: &Path, f: &surge_core::geometry::Filled, object: &[u32
     let mut decl = Vec::new();
     let mut offset = 0;
     for (name, ty, comps, data) in &all {
-        let nc = if *comps > 1 { format!(" NumberOfComponents=\"{comps}\"") } else { String::new() };
-        decl.push(format!(
-            "        <DataArray type=\"{ty}\" Name=\"{name}\"{nc} format=\"appended\" offset=\"{offset}\"/>\n"
-        ));
+        decl.push(declaration(name, ty, *comps, offset));
         offset += 8 + data.len();
     }
     let np = arrays.len();
     crate::write_atomic_with(path, |w| {
-        write!(
-            w,
-            "<?xml version=\"1.0\"?>\n\
-             <VTKFile type=\"UnstructuredGrid\" version=\"1.0\" byte_order=\"LittleEndian\" header_type=\"UInt64\">\n  \
-             <UnstructuredGrid>\n    <Piece NumberOfPoints=\"{n}\" NumberOfCells=\"{n}\">\n      \
-             <PointData>\n{}      </PointData>\n      <Points>\n{}      </Points>\n      <Cells>\n{}      </Cells>\n    \
-             </Piece>\n  </UnstructuredGrid>\n  <AppendedData encoding=\"raw\">\n   _",
-            decl[..np].concat(),
-            decl[np],
-            decl[np + 1..].concat()
-        )?;
+        write_header(w, n, &decl, np)?;
         for (_, _, _, data) in &all {
             w.write_all(&(data.len() as u64).to_le_bytes())?;
             w.write_all(data)?;
