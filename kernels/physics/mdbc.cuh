@@ -45,7 +45,7 @@ __device__ __forceinline__ void ghost_add(GhostSums &s, float3 r, float w, float
 // det A and adj A (A^-1 = adj A / det A) of the first DIM + 1 rows and columns, float64, by
 // cofactors written out (twin of surge_core::physics::mdbc::adjugate): no pivoting and every
 // index a constant, so nothing goes to local memory.
-__device__ __forceinline__ double mdbc_adjugate(const double a[4][4], double adj[4][4]) {
+__device__ __forceinline__ double adjugate(const double a[4][4], double adj[4][4]) {
 #if DIM == 2
 #define MDBC_C(r0, r1, c0, c1) (a[r0][c0] * a[r1][c1] - a[r0][c1] * a[r1][c0])
     adj[0][0] = MDBC_C(1, 2, 1, 2);
@@ -96,7 +96,7 @@ __device__ __forceinline__ bool ghost_values(const GhostSums &s, float &d, float
     for (int row = 0; row < 4; ++row)
 #pragma unroll
         for (int k = 0; k < 4; ++k) a[row][k] = (row < n && k < n) ? (double)s.a[row][k] : 0.0;
-    const double det = mdbc_adjugate(a, adj);
+    const double det = adjugate(a, adj);
     if (fabs(det) >= MDBC_DET_MIN) {
         const double inv = 1.0 / det;
         float x[4][4];  // x[q][row]: row `row` of A^-1 times right-hand side q
