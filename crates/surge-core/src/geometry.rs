@@ -173,8 +173,13 @@ fn count_rows(rows: usize, visit: impl Fn(Range<usize>, &mut dyn FnMut()) + Sync
 }
 
 /// The particles that `make` pushes on the rows `0..rows`, made in parallel and appended to
-/// `out` in row order (a block's own ids are replaced by their place in `out`).
+/// `out` in row order (a block's own ids are replaced by their place in `out`); on one
+/// thread pushed straight into `out`, as the serial walk did (no block to copy).
 fn fill_rows(out: &mut Filled, rows: usize, make: impl Fn(Range<usize>, &mut Filled) + Sync) {
+    if rayon::current_num_threads() == 1 {
+        make(0..rows, out);
+        return;
+    }
     let parts = par_rows(rows, |r| {
         let mut part = Filled::default();
         make(r, &mut part);
