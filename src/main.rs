@@ -156,7 +156,8 @@ struct Common {
     /// and says which, else the CPU.
     #[arg(long, value_enum, default_value = "auto")]
     backend: BackendArg,
-    /// CPU threads [default: all cores].
+    /// CPU threads [default: all cores]: the CPU backend's, and those that count and fill
+    /// the case's shapes.
     #[arg(long, default_value_t = 0)]
     threads: usize,
     /// GPU to run on (CUDA device ordinal); the same as `--devices N`.
@@ -341,7 +342,13 @@ fn objects(case: &Case, counts: &surge_core::geometry::Counts) -> Vec<(String, &
     out
 }
 
+/// Reads and checks the case (counting its shapes' particles) on the global rayon pool, which
+/// `--threads` sizes; the CPU backend runs on a pool of its own.
 fn load(path: &Path, common: &Common) -> Result<Case, Failure> {
+    if common.threads > 0 {
+        // Once a process: a second call (the pool exists) changes nothing.
+        let _ = rayon::ThreadPoolBuilder::new().num_threads(common.threads).build_global();
+    }
     Case::from_file(path, &common.set).map_err(|e| Failure(EXIT_BAD_INPUT, e.to_string()))
 }
 
@@ -376,7 +383,10 @@ fn cmd_check(path: &Path, write_particles: Option<&Path>, common: &Common) -> Re
     if case.fluid_shapes.iter().chain(&case.obstacle_shapes).any(Option::is_some)
         || case.walls.iter().any(|w| w.shape.is_some())
     {
-        println!("            (shapes read, checked and counted in {checked_s:.2} s)");
+        println!(
+            "            (shapes read, checked and counted in {checked_s:.2} s on {} threads)",
+            rayon::current_num_threads()
+        );
     }
     println!(
         "dp, h       {} m, {:.6} m (h/dp {:.3}, {:?} kernel, support {:.6} m)",
@@ -448,7 +458,11 @@ fn cmd_check(path: &Path, write_particles: Option<&Path>, common: &Common) -> Re
         std::fs::create_dir_all(dir)
             .and_then(|_| surge_io::write_filled(&out, &filled, &object))
             .map_err(|e| Failure(EXIT_RUN_FAILED, format!("cannot write {}: {e}", out.display())))?;
-        println!("particles   written to {} (filled in {fill_s:.2} s)", out.display());
+        println!(
+            "particles   written to {} (filled in {fill_s:.2} s on {} threads)",
+            out.display(),
+            rayon::current_num_threads()
+        );
     }
     // The kernels need NVRTC but no GPU: a case can be checked on a login node.
     if common.backend != BackendArg::Cpu {

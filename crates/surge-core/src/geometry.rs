@@ -7,8 +7,11 @@
 //! with the unit vector to its nearest surface point (towards the fluid) and the distance.
 //! Fluid is cut where it would overlap a shaped solid: a fluid particle stays only on the
 //! fluid side of the surface and at least dp/2 from it (the gap a box-aligned fill has).
-//! Every loop runs in a fixed order (regions in case order, then z, y, x), so the particles
-//! and their ids are the same on every run and every decomposition.
+//! Every walk runs in a fixed order (regions in case order, then z, y, x), so the particles
+//! and their ids are the same on every run and every decomposition. The walks are parallel
+//! (rayon) over blocks of lattice rows: each block makes its rows' particles in walk order and
+//! the blocks are joined in row order, so the result is that of the serial walk, bit for bit,
+//! on any number of threads.
 
 use crate::buffers::Kind;
 use crate::case::{Aabb, Case, Initial, Solid, Wall};
@@ -16,6 +19,7 @@ use crate::decomp::SliceMap;
 use crate::grid::Grid;
 use crate::physics::constants::Constants;
 use crate::shape::{Primitive, Shape};
+use rayon::prelude::*;
 use std::f64::consts::PI;
 use std::ops::Range;
 
@@ -81,6 +85,25 @@ impl Filled {
         }
         out
     }
+    /// Append the particles of `part` (a block of rows filled on its own), numbering them on
+    /// from this one's.
+    fn append(&mut self, part: Filled) {
+        let base = self.len() as u32;
+        self.id.extend((0..part.len() as u32).map(|i| base + i));
+        self.pos.extend_from_slice(&part.pos);
+        self.vel.extend_from_slice(&part.vel);
+        self.rel_density.extend_from_slice(&part.rel_density);
+        self.kind.extend_from_slice(&part.kind);
+        self.wall.extend_from_slice(&part.wall);
+    }
+    fn reserve(&mut self, n: usize) {
+        self.id.reserve(n);
+        self.pos.reserve(n);
+        self.vel.reserve(n);
+        self.rel_density.reserve(n);
+        self.kind.reserve(n);
+        self.wall.reserve(n);
+    }
     fn push(&mut self, x: [f64; 3], v: [f64; 3], d: f32, k: Kind, wall: [f32; 4]) {
         self.id.push(self.pos.len() as u32);
         self.pos.push(x);
@@ -110,14 +133,69 @@ pub fn solid_ids(case: &Case, solid: Solid) -> Range<u32> {
     start as u32..(start + len) as u32
 }
 
-fn for_each_point(b: &Aabb, dim: usize, dp: f64, mut f: impl FnMut([f64; 3])) {
-    let zs: Vec<f64> = if dim == 3 { lattice(b.min[2], b.max[2], dp).collect() } else { vec![0.0] };
-    let ys: Vec<f64> = lattice(b.min[1], b.max[1], dp).collect();
-    for &z in &zs {
-        for &y in &ys {
-            for x in lattice(b.min[0], b.max[0], dp) {
-                f([x, y, z]);
-            }
+/// Lattice coordinates along x, y and z (a single 0 along z in 2D), walked in z, y, x order.
+type Axes = [Vec<f64>; 3];
+
+/// The lattice of a box: [`lattice`] along each axis.
+fn box_axes(b: &Aabb, dim: usize, dp: f64) -> Axes {
+    std::array::from_fn(|a| if a < dim { lattice(b.min[a], b.max[a], dp).collect() } else { vec![0.0] })
+}
+
+/// Rows along x of a lattice: one for each (y, z), z outer.
+fn row_count<T>(axes: &[Vec<T>; 3]) -> usize {
+    axes[1].len() * axes[2].len()
+}
+
+/// Row `r` of a lattice: its (y, z) coordinates.
+fn row<T: Copy>(axes: &[Vec<T>; 3], r: usize) -> (T, T) {
+    let ny = axes[1].len();
+    (axes[1][r % ny], axes[2][r / ny])
+}
+
+/// `block` run on consecutive blocks of the rows `0..rows`, in parallel on the current rayon
+/// pool; the results in row order. How the rows are cut changes nothing but the speed, as
+/// long as each block walks its rows in order.
+fn par_rows<T: Send>(rows: usize, block: impl Fn(Range<usize>) -> T + Sync) -> Vec<T> {
+    // Several blocks a thread: rows through a shape's surface cost more than the others.
+    let blocks = (rayon::current_num_threads() * 16).clamp(1, rows.max(1));
+    (0..blocks).into_par_iter().map(|b| block(b * rows / blocks..(b + 1) * rows / blocks)).collect()
+}
+
+/// The points that `visit` yields on the rows `0..rows`, counted in parallel.
+fn count_rows(rows: usize, visit: impl Fn(Range<usize>, &mut dyn FnMut()) + Sync) -> u64 {
+    par_rows(rows, |r| {
+        let mut n = 0u64;
+        visit(r, &mut || n += 1);
+        n
+    })
+    .into_iter()
+    .sum()
+}
+
+/// The particles that `make` pushes on the rows `0..rows`, made in parallel and appended to
+/// `out` in row order (a block's own ids are replaced by their place in `out`); on one
+/// thread pushed straight into `out`, as the serial walk did (no block to copy).
+fn fill_rows(out: &mut Filled, rows: usize, make: impl Fn(Range<usize>, &mut Filled) + Sync) {
+    if rayon::current_num_threads() == 1 {
+        make(0..rows, out);
+        return;
+    }
+    let parts = par_rows(rows, |r| {
+        let mut part = Filled::default();
+        make(r, &mut part);
+        part
+    });
+    for part in parts {
+        out.append(part);
+    }
+}
+
+/// The points of rows `rows` of `axes`, in walk order.
+fn for_each_point(axes: &Axes, rows: Range<usize>, mut f: impl FnMut([f64; 3])) {
+    for r in rows {
+        let (y, z) = row(axes, r);
+        for &x in &axes[0] {
+            f([x, y, z]);
         }
     }
 }
@@ -221,23 +299,22 @@ fn cutters(case: &Case, k: usize) -> Vec<Cutter> {
     out
 }
 
-/// Visit the lattice points with coordinates `axes[2] x axes[1] x axes[0]` (z, y, x order)
+/// Visit the lattice points of rows `rows` of `axes[2] x axes[1] x axes[0]` (z, y, x order)
 /// with whether each is inside `shape`; a mesh is asked once per row along x.
-fn for_each_lattice_point(shape: &Shape, axes: &[Vec<f64>; 3], mut f: impl FnMut([f64; 3], bool)) {
-    for &z in &axes[2] {
-        for &y in &axes[1] {
-            match &shape.prim {
-                Primitive::Mesh(m) => {
-                    let row = m.crossings(y, z);
-                    for &x in &axes[0] {
-                        f([x, y, z], crate::mesh::winding_before(&row, x) != 0);
-                    }
+fn for_each_lattice_point(shape: &Shape, axes: &Axes, rows: Range<usize>, mut f: impl FnMut([f64; 3], bool)) {
+    for r in rows {
+        let (y, z) = row(axes, r);
+        match &shape.prim {
+            Primitive::Mesh(m) => {
+                let crossings = m.crossings(y, z);
+                for &x in &axes[0] {
+                    f([x, y, z], crate::mesh::winding_before(&crossings, x) != 0);
                 }
-                _ => {
-                    for &x in &axes[0] {
-                        let p = [x, y, z];
-                        f(p, shape.inside(p));
-                    }
+            }
+            _ => {
+                for &x in &axes[0] {
+                    let p = [x, y, z];
+                    f(p, shape.inside(p));
                 }
             }
         }
@@ -245,7 +322,7 @@ fn for_each_lattice_point(shape: &Shape, axes: &[Vec<f64>; 3], mut f: impl FnMut
 }
 
 /// The lattice of a shape's bounding box, grown by `extra` layers on each side.
-fn shape_axes(b: &Aabb, dim: usize, dp: f64, extra: i64) -> [Vec<f64>; 3] {
+fn shape_axes(b: &Aabb, dim: usize, dp: f64, extra: i64) -> Axes {
     std::array::from_fn(|a| {
         if a >= dim {
             return vec![0.0];
@@ -255,43 +332,80 @@ fn shape_axes(b: &Aabb, dim: usize, dp: f64, extra: i64) -> [Vec<f64>; 3] {
     })
 }
 
-/// The fluid particles of region `k` in fill order (after cuts by solids and by earlier
-/// shaped fluid regions).
-fn fluid_points(case: &Case, k: usize, mut f: impl FnMut([f64; 3])) {
-    let (dim, dp) = (case.dim, case.dp);
-    let cut = cutters(case, k);
-    let earlier: Vec<(Aabb, Option<&Shape>)> = (0..k)
-        .filter(|&j| case.fluid_shapes[j].is_some() || case.fluid_shapes[k].is_some())
-        .map(|j| (case.fluid[j], case.fluid_shapes[j].as_deref()))
-        .collect();
-    let keep = |p: [f64; 3]| {
-        !cut.iter().any(|c| c.cuts(p, dim, dp))
-            && !earlier.iter().any(|(b, s)| match s {
-                Some(s) => s.inside(p),
-                None => (0..dim).all(|a| b.min[a] <= p[a] && p[a] <= b.max[a]),
-            })
-    };
-    match &case.fluid_shapes[k] {
-        None => for_each_point(&case.fluid[k], dim, dp, |p| {
-            if keep(p) {
-                f(p)
-            }
-        }),
-        Some(s) => for_each_lattice_point(s, &shape_axes(&s.bbox, dim, dp, 0), |p, inside| {
-            if inside && keep(p) {
-                f(p)
-            }
-        }),
+/// The walk over fluid region `k`'s lattice, with the solids and earlier regions that cut it.
+struct FluidWalk<'a> {
+    dim: usize,
+    dp: f64,
+    cut: Vec<Cutter>,
+    earlier: Vec<(Aabb, Option<&'a Shape>)>,
+    shape: Option<&'a Shape>,
+    axes: Axes,
+}
+
+impl<'a> FluidWalk<'a> {
+    fn new(case: &'a Case, k: usize) -> FluidWalk<'a> {
+        let (dim, dp) = (case.dim, case.dp);
+        let shape = case.fluid_shapes[k].as_deref();
+        let axes = match shape {
+            None => box_axes(&case.fluid[k], dim, dp),
+            Some(s) => shape_axes(&s.bbox, dim, dp, 0),
+        };
+        let earlier = (0..k)
+            .filter(|&j| case.fluid_shapes[j].is_some() || shape.is_some())
+            .map(|j| (case.fluid[j], case.fluid_shapes[j].as_deref()))
+            .collect();
+        FluidWalk { dim, dp, cut: cutters(case, k), earlier, shape, axes }
+    }
+
+    fn rows(&self) -> usize {
+        row_count(&self.axes)
+    }
+
+    /// The fluid particles of rows `rows` in fill order (after cuts by solids and by earlier
+    /// shaped fluid regions).
+    fn points(&self, rows: Range<usize>, mut f: impl FnMut([f64; 3])) {
+        let (dim, dp) = (self.dim, self.dp);
+        let keep = |p: [f64; 3]| {
+            !self.cut.iter().any(|c| c.cuts(p, dim, dp))
+                && !self.earlier.iter().any(|(b, s)| match s {
+                    Some(s) => s.inside(p),
+                    None => (0..dim).all(|a| b.min[a] <= p[a] && p[a] <= b.max[a]),
+                })
+        };
+        match self.shape {
+            None => for_each_point(&self.axes, rows, |p| {
+                if keep(p) {
+                    f(p)
+                }
+            }),
+            Some(s) => for_each_lattice_point(s, &self.axes, rows, |p, inside| {
+                if inside && keep(p) {
+                    f(p)
+                }
+            }),
+        }
     }
 }
 
-/// The particles of a shaped wall: lattice points on its side of the surface, closer to it
-/// than `layers * dp`, with the unit vector to the nearest surface point and the distance.
-fn wall_points(case: &Case, w: &Wall, s: &Shape, mut f: impl FnMut([f64; 3], [f32; 4])) {
-    let (dim, dp) = (case.dim, case.dp);
-    let thickness = w.layers as f64 * dp;
+/// The lattice a shaped wall is walked on: its shape's, grown by the layers outside.
+fn wall_axes(case: &Case, w: &Wall, s: &Shape) -> Axes {
     let extra = if w.inside { 0 } else { w.layers as i64 + 1 };
-    for_each_lattice_point(s, &shape_axes(&s.bbox, dim, dp, extra), |p, inside| {
+    shape_axes(&s.bbox, case.dim, case.dp, extra)
+}
+
+/// The particles of rows `rows` of a shaped wall (`axes` from [`wall_axes`]): lattice points
+/// on its side of the surface, closer to it than `layers * dp`, with the unit vector to the
+/// nearest surface point and the distance.
+fn wall_points(
+    case: &Case,
+    w: &Wall,
+    s: &Shape,
+    axes: &Axes,
+    rows: Range<usize>,
+    mut f: impl FnMut([f64; 3], [f32; 4]),
+) {
+    let thickness = w.layers as f64 * case.dp;
+    for_each_lattice_point(s, axes, rows, |p, inside| {
         if inside != w.inside {
             return;
         }
@@ -304,15 +418,16 @@ fn wall_points(case: &Case, w: &Wall, s: &Shape, mut f: impl FnMut([f64; 3], [f3
     });
 }
 
-/// The particles of a shaped obstacle: the lattice points inside, each with the unit vector
-/// to its nearest surface point; a point deeper than a mesh's reach (beyond the kernel
-/// support: no fluid sees it) gets a zero normal and that reach as its distance.
-fn obstacle_points(case: &Case, s: &Shape, mut f: impl FnMut([f64; 3], [f32; 4])) {
+/// The particles of rows `rows` of a shaped obstacle (`axes`: its shape's lattice): the
+/// lattice points inside, each with the unit vector to its nearest surface point; a point
+/// deeper than a mesh's reach (beyond the kernel support: no fluid sees it) gets a zero normal
+/// and that reach as its distance.
+fn obstacle_points(s: &Shape, axes: &Axes, rows: Range<usize>, mut f: impl FnMut([f64; 3], [f32; 4])) {
     let deep = match &s.prim {
         Primitive::Mesh(m) => m.reach() as f32,
         _ => 0.0,
     };
-    for_each_lattice_point(s, &shape_axes(&s.bbox, case.dim, case.dp, 0), |p, inside| {
+    for_each_lattice_point(s, axes, rows, |p, inside| {
         if inside {
             let wall = match s.nearest(p) {
                 Some(q) if distance(p, q) > 0.0 => normal_to(p, q),
@@ -338,15 +453,14 @@ pub fn fluid_counts(case: &Case) -> Vec<u64> {
             if plain {
                 box_count(&case.fluid[k], case.dim, case.dp)
             } else {
-                let mut n = 0;
-                fluid_points(case, k, |_| n += 1);
-                n
+                let walk = FluidWalk::new(case, k);
+                count_rows(walk.rows(), |r, n| walk.points(r, |_| n()))
             }
         })
         .collect()
 }
 
-/// Lattice points of a box (the count [`for_each_point`] visits).
+/// Lattice points of a box (the count [`box_axes`] holds).
 fn box_count(b: &Aabb, dim: usize, dp: f64) -> u64 {
     (0..dim).map(|a| lattice(b.min[a], b.max[a], dp).count() as u64).product()
 }
@@ -370,9 +484,8 @@ pub fn count_with(case: &Case, fluid: &[u64]) -> Counts {
         .iter()
         .map(|w| {
             if let Some(s) = &w.shape {
-                let mut n = 0;
-                wall_points(case, w, s, |_, _| n += 1);
-                return n;
+                let axes = wall_axes(case, w, s);
+                return count_rows(row_count(&axes), |r, n| wall_points(case, w, s, &axes, r, |_, _| n()));
             }
             let inner: Vec<u64> =
                 (0..dim).map(|a| lattice(w.inner.min[a], w.inner.max[a], dp).count() as u64).collect();
@@ -388,84 +501,103 @@ pub fn count_with(case: &Case, fluid: &[u64]) -> Counts {
         .map(|(b, s)| match s {
             None => box_count(b, dim, dp),
             Some(s) => {
-                let mut n = 0;
-                obstacle_points(case, s, |_, _| n += 1);
-                n
+                let axes = shape_axes(&s.bbox, dim, dp, 0);
+                count_rows(row_count(&axes), |r, n| obstacle_points(s, &axes, r, |_, _| n()))
             }
         })
         .collect();
     Counts { fluid: fluid.iter().sum(), walls, obstacles }
 }
 
-/// Fill every box of the case.
+/// Fill every box and shape of the case: each region's lattice in parallel over blocks of
+/// rows, joined in row order (the particles and ids of a serial walk on any thread count).
 pub fn fill(case: &Case) -> Filled {
     let mut out = Filled::default();
     let consts = Constants::of(case);
     let dp = case.dp;
     let dim = case.dim;
+    // The exact size where it is known without a pass over the shapes: no array grows (and
+    // is copied) while the blocks are appended.
+    let shaped = case.fluid_shapes.iter().chain(&case.obstacle_shapes).any(Option::is_some)
+        || case.walls.iter().any(|w| w.shape.is_some());
+    if case.counted.is_some() || !shaped {
+        out.reserve(counts(case).total() as usize);
+    }
     for (k, b) in case.fluid.iter().enumerate() {
-        fluid_points(case, k, |x| {
-            let (v, d) = initial_state(case, &consts, b, x);
-            out.push(x, v, d, Kind::Fluid, [0.0; 4]);
+        let walk = FluidWalk::new(case, k);
+        fill_rows(&mut out, walk.rows(), |r, part| {
+            walk.points(r, |x| {
+                let (v, d) = initial_state(case, &consts, b, x);
+                part.push(x, v, d, Kind::Fluid, [0.0; 4]);
+            })
         });
     }
     for w in &case.walls {
         if let Some(s) = &w.shape {
-            wall_points(case, w, s, |p, n| out.push(p, w.velocity, 0.0, Kind::Boundary, n));
+            let axes = wall_axes(case, w, s);
+            fill_rows(&mut out, row_count(&axes), |r, part| {
+                wall_points(case, w, s, &axes, r, |p, n| part.push(p, w.velocity, 0.0, Kind::Boundary, n))
+            });
             continue;
         }
         // Per axis: layer coordinates outside the low face, the lattice inside, layers outside
         // the high face; a point belongs to the wall when any coordinate is outside.
-        let axes: Vec<Vec<(f64, bool)>> = (0..3)
-            .map(|a| {
-                if a >= dim {
-                    return vec![(0.0, false)];
-                }
-                let mut v: Vec<(f64, bool)> = Vec::new();
-                if w.faces[a][0] {
-                    v.extend((0..w.layers).rev().map(|k| (w.inner.min[a] - (k as f64 + 0.5) * dp, true)));
-                }
-                v.extend(lattice(w.inner.min[a], w.inner.max[a], dp).map(|x| (x, false)));
-                if w.faces[a][1] {
-                    v.extend((0..w.layers).map(|k| (w.inner.max[a] + (k as f64 + 0.5) * dp, true)));
-                }
-                v
-            })
-            .collect();
-        for &(z, oz) in &axes[2] {
-            for &(y, oy) in &axes[1] {
+        let axes: [Vec<(f64, bool)>; 3] = std::array::from_fn(|a| {
+            if a >= dim {
+                return vec![(0.0, false)];
+            }
+            let mut v: Vec<(f64, bool)> = Vec::new();
+            if w.faces[a][0] {
+                v.extend((0..w.layers).rev().map(|k| (w.inner.min[a] - (k as f64 + 0.5) * dp, true)));
+            }
+            v.extend(lattice(w.inner.min[a], w.inner.max[a], dp).map(|x| (x, false)));
+            if w.faces[a][1] {
+                v.extend((0..w.layers).map(|k| (w.inner.max[a] + (k as f64 + 0.5) * dp, true)));
+            }
+            v
+        });
+        fill_rows(&mut out, row_count(&axes), |rows, part| {
+            for r in rows {
+                let ((y, oy), (z, oz)) = row(&axes, r);
                 for &(x, ox) in &axes[0] {
                     if ox || oy || oz {
                         // The nearest point of the enclosed box is the wall surface point.
                         let p = [x, y, z];
                         let q: [f64; 3] = std::array::from_fn(|a| p[a].clamp(w.inner.min[a], w.inner.max[a]));
-                        out.push(p, w.velocity, 0.0, Kind::Boundary, normal_to(p, q));
+                        part.push(p, w.velocity, 0.0, Kind::Boundary, normal_to(p, q));
                     }
                 }
             }
-        }
+        });
     }
     for (b, s) in case.obstacles.iter().zip(&case.obstacle_shapes) {
         if let Some(s) = s {
-            obstacle_points(case, s, |p, n| out.push(p, [0.0; 3], 0.0, Kind::Boundary, n));
+            let axes = shape_axes(&s.bbox, dim, dp, 0);
+            fill_rows(&mut out, row_count(&axes), |r, part| {
+                obstacle_points(s, &axes, r, |p, n| part.push(p, [0.0; 3], 0.0, Kind::Boundary, n))
+            });
             continue;
         }
-        for_each_point(b, dim, dp, |x| {
-            // The nearest face of the box, seen from inside.
-            let (a, hi) = (0..dim)
-                .flat_map(|a| [(a, false), (a, true)])
-                .min_by(|p, q| face_distance(b, x, *p).total_cmp(&face_distance(b, x, *q)))
-                .expect("at least one axis");
-            let mut q = x;
-            q[a] = if hi { b.max[a] } else { b.min[a] };
-            out.push(x, [0.0; 3], 0.0, Kind::Boundary, normal_to(x, q));
+        let axes = box_axes(b, dim, dp);
+        fill_rows(&mut out, row_count(&axes), |r, part| {
+            for_each_point(&axes, r, |x| {
+                // The nearest face of the box, seen from inside.
+                let (a, hi) = (0..dim)
+                    .flat_map(|a| [(a, false), (a, true)])
+                    .min_by(|p, q| face_distance(b, x, *p).total_cmp(&face_distance(b, x, *q)))
+                    .expect("at least one axis");
+                let mut q = x;
+                q[a] = if hi { b.max[a] } else { b.min[a] };
+                part.push(x, [0.0; 3], 0.0, Kind::Boundary, normal_to(x, q));
+            })
         });
     }
     if case.hydrostatic_start {
         let first_boundary = out.fluid_count();
-        for i in first_boundary..out.len() {
-            out.rel_density[i] = boundary_hydrostatic(case, &consts, out.pos[i]);
-        }
+        out.rel_density[first_boundary..]
+            .par_iter_mut()
+            .zip(&out.pos[first_boundary..])
+            .for_each(|(d, &x)| *d = boundary_hydrostatic(case, &consts, x));
     }
     out
 }

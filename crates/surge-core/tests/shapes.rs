@@ -303,3 +303,61 @@ fn bad_geometry_is_refused_naming_the_shape() {
         assert!(e.starts_with("<string>: field `"), "{e}");
     }
 }
+
+/// The fill runs in parallel over blocks of lattice rows: on 1, 2 and 3 threads (each cutting
+/// the rows differently) every array is the same, bit for bit, and the counts, also counted in
+/// parallel, match it solid by solid. A torus of fluid in a torus wall (an STL) around a
+/// sphere obstacle, a box fluid cut by them and a box obstacle; and a 2D case.
+#[test]
+fn the_parallel_fill_is_the_same_on_any_thread_count() {
+    let dp = 0.05;
+    let tor = stl("torus_par.stl", &torus_triangles([0.0, 0.0, 0.5], 1.0, 0.5, 48, 24), false);
+    let c3 = case(&format!(
+        "dp = {dp}\nfluid = [{{ shape = \"mesh\", file = \"{tor}\" }},\n\
+                   {{ min = [-1.2, -1.2, 0.05], max = [-0.6, 1.2, 0.6] }}]\n\
+         wall = [{{ shape = \"mesh\", file = \"{tor}\", layers = 3 }},\n\
+                 {{ min = [-2.0, -2.0, -0.5], max = [2.0, 2.0, 1.5], faces = [\"x-\", \"y+\", \"z-\"], layers = 2 }}]\n\
+         obstacle = [{{ shape = \"sphere\", centre = [1.0, 0.0, 0.5], radius = 0.2 }},\n\
+                     {{ min = [0.9, 1.5, 0.0], max = [1.1, 1.7, 0.2] }}]"
+    ));
+    let c2 = case_2d(&format!(
+        "dp = {}\nfluid = [{{ shape = \"sphere\", centre = [0.5, 0.5], radius = 0.4 }}]\n\
+         wall = [{{ shape = \"polygon\", points = [[0.0, 0.0], [1.0, 0.0], [1.0, 1.0], [0.0, 1.0]], layers = 3 }}]\n\
+         obstacle = [{{ shape = \"sphere\", centre = [0.5, 0.4], radius = 0.1 }}]",
+        dp / 10.0
+    ));
+    for c in [c3, c2] {
+        // Counted again (not the counts the case keeps from its check).
+        let uncounted = Case { counted: None, ..c.clone() };
+        let on = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            pool.install(|| (fill(&c), counts(&uncounted)))
+        };
+        let (a, n) = on(1);
+        assert!(a.len() > 20_000, "{}", a.len());
+        assert_eq!(a.id, (0..a.len() as u32).collect::<Vec<_>>());
+        assert_eq!(n, counts(&c), "the counts of the case as checked");
+        assert_eq!(n.total() as usize, a.len());
+        assert_eq!(n.fluid as usize, a.fluid_count());
+        let mut next = n.fluid as usize;
+        for (k, m) in n.walls.iter().chain(&n.obstacles).enumerate() {
+            assert!(*m > 0, "solid {k}");
+            assert!(a.kind[next..next + *m as usize].iter().all(|&k| k == Kind::Boundary));
+            next += *m as usize;
+        }
+        for threads in [2, 3] {
+            let (b, m) = on(threads);
+            assert_eq!(m, n, "{threads} threads");
+            assert_eq!(a.id, b.id, "{threads} threads");
+            assert_eq!(a.kind, b.kind, "{threads} threads");
+            let bits = |f: &surge_core::geometry::Filled| {
+                let pos: Vec<[u64; 3]> = f.pos.iter().map(|p| p.map(f64::to_bits)).collect();
+                let vel: Vec<[u64; 3]> = f.vel.iter().map(|p| p.map(f64::to_bits)).collect();
+                let rho: Vec<u32> = f.rel_density.iter().map(|d| d.to_bits()).collect();
+                let wall: Vec<[u32; 4]> = f.wall.iter().map(|w| w.map(f32::to_bits)).collect();
+                (pos, vel, rho, wall)
+            };
+            assert!(bits(&a) == bits(&b), "{threads} threads: the particles differ");
+        }
+    }
+}
