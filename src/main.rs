@@ -145,6 +145,15 @@ enum Command {
         /// scaling harness `cargo bench --bench scaling`).
         #[arg(long, value_name = "FILE")]
         json: Option<PathBuf>,
+        /// Time this case file (with its --set options) instead of the built-in cases.
+        #[arg(long, value_name = "FILE")]
+        case: Option<PathBuf>,
+        /// Start from this checkpoint of the case (a file of a run's `OUT/checkpoints/`), so
+        /// the timed steps are those of the developed flow, not the first steps at rest. The
+        /// case and its --set options must be the run's (checked by the physics hash); with
+        /// the built-in cases, name one with --cases.
+        #[arg(long, value_name = "CHECKPOINT")]
+        from: Option<PathBuf>,
         #[command(flatten)]
         common: Common,
     },
@@ -285,7 +294,9 @@ fn main() -> ExitCode {
             cmd_plot(&plot::Options { run, out, reference, average, only })
         }
         Command::Info => cmd_info(),
-        Command::Bench { cases, steps, json, common } => cmd_bench(cases, steps, json.as_deref(), &common),
+        Command::Bench { cases, steps, json, case, from, common } => {
+            cmd_bench(cases, steps, json.as_deref(), case.as_deref(), from.as_deref(), &common)
+        }
     };
     let ranks = cluster.size();
     let who = if ranks > 1 { format!(" (rank {rank} of {ranks})") } else { String::new() };
@@ -673,24 +684,49 @@ impl Observer for Reporter {
 const BENCH_2D: &str = include_str!("../configs/dam_break_2d.toml");
 const BENCH_3D: &str = include_str!("../configs/dam_break_3d.toml");
 
-fn cmd_bench(cases: BenchCases, steps: u64, json: Option<&Path>, common: &Common) -> Result<(), Failure> {
-    let list: Vec<(&str, &str)> = match cases {
-        BenchCases::All => vec![("dam_break_2d", BENCH_2D), ("dam_break_3d", BENCH_3D)],
-        BenchCases::DamBreak2d => vec![("dam_break_2d", BENCH_2D)],
-        BenchCases::DamBreak3d => vec![("dam_break_3d", BENCH_3D)],
+fn cmd_bench(
+    cases: BenchCases,
+    steps: u64,
+    json: Option<&Path>,
+    case_file: Option<&Path>,
+    from: Option<&Path>,
+    common: &Common,
+) -> Result<(), Failure> {
+    let bad = |e: String| Failure(EXIT_BAD_INPUT, e);
+    let list: Vec<Case> = match case_file {
+        Some(path) => vec![load(path, common)?],
+        None => {
+            let builtin: Vec<(&str, &str)> = match cases {
+                BenchCases::All => vec![("dam_break_2d", BENCH_2D), ("dam_break_3d", BENCH_3D)],
+                BenchCases::DamBreak2d => vec![("dam_break_2d", BENCH_2D)],
+                BenchCases::DamBreak3d => vec![("dam_break_3d", BENCH_3D)],
+            };
+            let parse = |(name, text): (&str, &str)| {
+                let raw = surge_core::config::parse_case_file(text, name, &common.set).map_err(|e| e.to_string())?;
+                Case::from_raw(raw, name, name).map_err(|e| e.to_string())
+            };
+            builtin.into_iter().map(parse).collect::<Result<_, _>>().map_err(bad)?
+        }
     };
+    if from.is_some() && list.len() != 1 {
+        return Err(bad("--from: a checkpoint is of one case: give --case FILE or one of --cases".into()));
+    }
     let mut rows = Vec::new();
-    for (name, text) in list {
-        let case = Case::from_raw(
-            surge_core::config::parse_case_file(text, name, &common.set)
-                .map_err(|e| Failure(EXIT_BAD_INPUT, e.to_string()))?,
-            name,
-            name,
-        )
-        .map_err(|e| Failure(EXIT_BAD_INPUT, e.to_string()))?;
-        let loaded = surge_runtime::simulation_on(&case, &common.request()?, cluster())
-            .map_err(|e| Failure(EXIT_BAD_INPUT, e))?;
+    for case in &list {
+        let mut loaded = surge_runtime::simulation_on(case, &common.request()?, cluster()).map_err(bad)?;
         tracing::info!("{}", loaded.note);
+        if let Some(path) = from {
+            let from = surge_runtime::RestartFrom::Path(path.to_path_buf());
+            let r = surge_runtime::find_restart(Path::new("."), &from, case).map_err(bad)?;
+            tracing::info!(
+                "timing from {} (t = {} s, step {})",
+                path.display(),
+                r.checkpoint.header.time,
+                r.checkpoint.header.step
+            );
+            let state = r.step_state();
+            loaded.sim.restore(state, r.checkpoint.particles).map_err(|e| bad(format!("{}: {e}", path.display())))?;
+        }
         rows.push(surge_runtime::bench(loaded.sim, steps).map_err(|e| Failure(EXIT_RUN_FAILED, e.to_string()))?);
     }
     if cluster().rank() == 0 {

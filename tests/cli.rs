@@ -380,6 +380,37 @@ fn set_overrides_change_the_run() {
     assert!(particles(&coarse) < particles(&fine) / 3, "{}\n{}", fine.describe(), coarse.describe());
 }
 
+/// `surge bench --from` times a run's checkpoint (the developed flow) and refuses one of
+/// another case in one line.
+#[test]
+fn bench_from_a_checkpoint() {
+    let tmp = TempDir::new("cli-bench_from");
+    let c = root().join("configs/dam_break_2d.toml").display().to_string();
+    let sets = ["--set", "dp=0.04", "--set", "time.end=0.02", "--set", "checkpoint.interval=0.02"];
+    let out =
+        surge(&[&["run", &c, "--quiet", "--backend", "cpu", "--out", &tmp.display().to_string()], &sets[..]].concat());
+    out.assert_code(0);
+    let dir = tmp.join("checkpoints");
+    let ckpt = fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).max().expect("a checkpoint");
+    let k = ckpt.display().to_string();
+    let bench = |extra: &[&str]| {
+        let args =
+            [&["bench", "--backend", "cpu", "--case", &c, "--from", &k, "--steps", "3", "--set", "dp=0.04"], extra]
+                .concat();
+        surge(&args)
+    };
+    let ok = bench(&[]);
+    ok.assert_code(0);
+    ok.assert_no_panic();
+    assert!(ok.stderr.contains("timing from") && ok.stderr.contains("step "), "{}", ok.describe());
+    let row = ok.stdout.lines().find(|l| l.starts_with("dam_break_2d")).unwrap_or_else(|| panic!("{}", ok.describe()));
+    assert_eq!(row.split_whitespace().nth(5), Some("3"), "3 timed steps: {row}");
+    // Another dp: another case, refused before anything is timed.
+    let other = bench(&["--set", "dp=0.05"]);
+    other.assert_code(2);
+    assert!(other.last_error_line().contains("another case"), "{}", other.describe());
+}
+
 #[test]
 fn bad_overrides_fail_clearly() {
     let tmp = TempDir::new("cli-bad_overrides");
