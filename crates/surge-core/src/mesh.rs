@@ -126,32 +126,20 @@ pub fn check_closed(tris: &[Tri]) -> Result<(), String> {
     let at = |e: &([u64; 3], [u64; 3])| -> [f64; 3] {
         std::array::from_fn(|a| 0.5 * (f64::from_bits(e.0[a]) + f64::from_bits(e.1[a])))
     };
-    let mut open: Vec<_> = edges.iter().filter(|(_, (f, b))| (f + b) % 2 == 1).map(|(e, _)| e).collect();
-    if !open.is_empty() {
-        open.sort();
-        let p = at(open[0]);
-        return Err(format!(
-            "the mesh is not closed: {} open edge{} (used by one face), the first at ({}, {}, {})",
-            open.len(),
-            if open.len() == 1 { "" } else { "s" },
-            p[0],
-            p[1],
-            p[2]
-        ));
-    }
-    let mut flipped: Vec<_> = edges.iter().filter(|(_, (f, b))| f != b).map(|(e, _)| e).collect();
-    if !flipped.is_empty() {
-        flipped.sort();
-        let p = at(flipped[0]);
-        return Err(format!(
-            "the mesh's faces are not consistently oriented: {} edge{} run the same way by both faces, the first at ({}, {}, {})",
-            flipped.len(),
-            if flipped.len() == 1 { "" } else { "s" },
-            p[0],
-            p[1],
-            p[2]
-        ));
-    }
+    // The edges failing `bad`, counted, and the first of them (in sorted order) located:
+    // "{head}: {n} {kind}edge(s) {why}, the first at (x, y, z)".
+    let report = |bad: fn(u32, u32) -> bool, head: &str, kind: &str, why: &str| -> Result<(), String> {
+        let mut hit: Vec<_> = edges.iter().filter(|(_, &(f, b))| bad(f, b)).map(|(e, _)| e).collect();
+        if hit.is_empty() {
+            return Ok(());
+        }
+        hit.sort();
+        let p = at(hit[0]);
+        let s = if hit.len() == 1 { "" } else { "s" };
+        Err(format!("{head}: {} {kind}edge{s} {why}, the first at ({}, {}, {})", hit.len(), p[0], p[1], p[2]))
+    };
+    report(|f, b| (f + b) % 2 == 1, "the mesh is not closed", "open ", "(used by one face)")?;
+    report(|f, b| f != b, "the mesh's faces are not consistently oriented", "", "run the same way by both faces")?;
     Ok(())
 }
 

@@ -277,17 +277,12 @@ pub fn run(
         })
         .map_err(|e| (RunError::Worker(e.to_string()), None))?;
 
-    // Throughput of this run only: a restarted run did not take the earlier steps.
-    let rate = |particles: u64, steps: u64, wall: f64| {
-        if wall > 0.0 {
-            particles as f64 * steps.saturating_sub(start.step) as f64 / wall
-        } else {
-            0.0
-        }
-    };
-    let ms_per_step = |steps: u64, wall: f64| match steps.saturating_sub(start.step) {
-        0 => 0.0,
-        n => 1e3 * wall / n as f64,
+    // Speed of this run only, `(particle-steps/s, ms/step)`: a restarted run did not take the
+    // earlier steps.
+    let speed = |particles: u64, steps: u64, wall: f64| match steps.saturating_sub(start.step) {
+        0 => (0.0, 0.0),
+        _ if wall <= 0.0 => (0.0, 0.0),
+        n => (particles as f64 * n as f64 / wall, 1e3 * wall / n as f64),
     };
     let mut run_wall = 0.0;
     let mut failure: Option<RunError> = None;
@@ -341,8 +336,7 @@ pub fn run(
                     summary.steps = steps;
                     summary.sim_time = time;
                     summary.wall_seconds = start.wall + wall;
-                    summary.particle_steps_per_second = rate(summary.particles, steps, wall);
-                    summary.ms_per_step = ms_per_step(steps, wall);
+                    (summary.particle_steps_per_second, summary.ms_per_step) = speed(summary.particles, steps, wall);
                     run_wall = wall;
                     summary.status = Summary::INTERRUPTED.into();
                     summary.message = Some(format!(
@@ -355,8 +349,7 @@ pub fn run(
                     summary.steps = steps;
                     summary.sim_time = time;
                     summary.wall_seconds = start.wall + wall;
-                    summary.particle_steps_per_second = rate(summary.particles, steps, wall);
-                    summary.ms_per_step = ms_per_step(steps, wall);
+                    (summary.particle_steps_per_second, summary.ms_per_step) = speed(summary.particles, steps, wall);
                     run_wall = wall;
                     if summary.status.is_empty() {
                         summary.status = Summary::COMPLETED.into();
