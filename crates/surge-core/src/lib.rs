@@ -16,6 +16,7 @@ pub mod mesh;
 pub mod physics;
 pub mod shape;
 pub mod step;
+pub mod waves;
 mod vec;
 
 pub use case::Case;
