@@ -5,7 +5,7 @@
 //! of Biésel & Suquet (1951) in the form of Madsen (1971), Dean & Dalrymple (1991) and
 //! Hughes (1993) ([`piston_ratio`], [`flap_ratio`]), a regular wave of first or second
 //! order ([`RegularWave`], second order after Madsen 1971) and an irregular sea from a
-//! JONSWAP spectrum ([`IrregularWave`], Goda 1988). Analysis: individual waves by zero
+//! JONSWAP spectrum ([`IrregularWave`], Goda 1988; DNV-RP-C205). Analysis: individual waves by zero
 //! up-crossing ([`zero_upcrossing`]), the least-squares harmonic at one frequency
 //! ([`harmonic`]) and incident/reflected separation from two gauges ([`reflection_two_gauge`],
 //! Goda & Suzuki 1976).
@@ -301,20 +301,24 @@ pub fn madsen_second_amplitude(height: f64, kd: f64, depth: f64) -> f64 {
 }
 
 /// JONSWAP spectral density S(f) (m²/Hz) at frequency f (Hz) for significant wave height Hs
-/// (m), peak period Tp (s) and peak enhancement γ, in the form of Goda (1988) (Goda 2000):
-/// `S(f) = β Hs² Tp⁻⁴ f⁻⁵ exp(-1.25 (Tp f)⁻⁴) γ^exp(-(Tp f - 1)² / (2 σ²))`, with
-/// `β = 0.0624 / (0.230 + 0.0336 γ - 0.185 / (1.9 + γ)) (1.094 - 0.01915 ln γ)` and
-/// `σ = 0.07` for `f <= 1/Tp`, 0.09 above. Its zeroth moment is `Hs²/16` to within about
-/// 1 % for `1 <= γ <= 7`. 0 for `f <= 0`.
+/// = Hm0 = 4 sqrt(m0) (m), peak period Tp (s) and peak enhancement γ (Hasselmann et al.
+/// 1973), normalised as in DNV-RP-C205 (2010, §3.5.5):
+/// `S(f) = A_γ (5/16) Hs² Tp⁻⁴ f⁻⁵ exp(-1.25 (Tp f)⁻⁴) γ^exp(-(Tp f - 1)² / (2 σ²))`, with
+/// `A_γ = 1 - 0.287 ln γ` and `σ = 0.07` for `f <= 1/Tp`, 0.09 above (the frequency form of
+/// DNV's S(ω), `S(f) = 2π S(ω)`). Its zeroth moment is `Hs²/16` to within a few per cent for
+/// `1 <= γ <= 7` (exactly at γ = 1, Pierson-Moskowitz). The shape is Goda's (1988) too; his
+/// constant `β_J` normalises to the zero-crossing H_1/3 instead, larger by the factor
+/// `1.094 - 0.01915 ln γ` (`Hm0 ≈ 1.05 H_1/3`). [`IrregularWave`] rescales its discrete
+/// spectrum to `4 sqrt(m0) = Hs` exactly, so neither constant matters there. 0 for `f <= 0`.
 pub fn jonswap(f: f64, hs: f64, tp: f64, gamma: f64) -> f64 {
     if f <= 0.0 {
         return 0.0;
     }
-    let beta = 0.0624 / (0.230 + 0.0336 * gamma - 0.185 / (1.9 + gamma)) * (1.094 - 0.01915 * gamma.ln());
+    let a_gamma = 1.0 - 0.287 * gamma.ln();
     let ftp = f * tp;
     let sigma = if ftp <= 1.0 { 0.07 } else { 0.09 };
     let peak = gamma.powf((-(ftp - 1.0).powi(2) / (2.0 * sigma * sigma)).exp());
-    beta * hs * hs * tp.powi(-4) * f.powi(-5) * (-1.25 * ftp.powi(-4)).exp() * peak
+    a_gamma * 5.0 / 16.0 * hs * hs * tp.powi(-4) * f.powi(-5) * (-1.25 * ftp.powi(-4)).exp() * peak
 }
 
 /// SplitMix64 (Steele, Lea & Flood 2014; Vigna's reference `splitmix64.c`): a small,
@@ -721,4 +725,480 @@ pub fn reflection_two_gauge(
         incident_phase: zi.1.atan2(zi.0),
         reflected_phase: zr.1.atan2(zr.0),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const G: f64 = 9.81;
+
+    /// `a - b` wrapped into (-π, π].
+    fn angle_diff(a: f64, b: f64) -> f64 {
+        let d = (a - b).rem_euclid(2.0 * PI);
+        if d > PI {
+            d - 2.0 * PI
+        } else {
+            d
+        }
+    }
+
+    fn regular(height: f64, period: f64, depth: f64, paddle: Paddle, order: u8, ramp_time: f64) -> RegularWave {
+        RegularWave::new(RegularWaveSpec { height, period, depth, g: G, paddle, order, ramp_time, phase: 0.0 })
+            .expect("valid regular wave")
+    }
+
+    /// Uniform samples over `periods` whole periods of `period`, `per` samples each, the end
+    /// point left out (so discrete sums of harmonics over the record vanish).
+    fn whole_periods(period: f64, periods: usize, per: usize) -> Vec<f64> {
+        let dt = period / per as f64;
+        (0..periods * per).map(|i| i as f64 * dt).collect()
+    }
+
+    #[test]
+    fn dispersion_deep_water_limit() {
+        // kd of hundreds: tanh(kd) is 1 in f64, so L = g T² / 2π holds to rounding (1e-12).
+        for (period, depth) in [(1.0, 200.0), (2.0, 100.0), (0.5, 50.0)] {
+            let k = wave_number(2.0 * PI / period, depth, G);
+            let l_deep = G * period * period / (2.0 * PI);
+            assert!((2.0 * PI / k / l_deep - 1.0).abs() < 1e-12, "T={period} d={depth}: L={} vs {l_deep}", 2.0 * PI / k);
+        }
+    }
+
+    #[test]
+    fn dispersion_shallow_water_limit() {
+        // c = sqrt(g d) sqrt(tanh(kd)/kd) = sqrt(g d) (1 - (kd)²/6 + ...): here kd = 2e-3, so
+        // the relative difference is 7e-7; tolerance 1e-6, and it must be the series' term.
+        let (period, depth) = (100.0, 0.01);
+        let omega = 2.0 * PI / period;
+        let k = wave_number(omega, depth, G);
+        let c = omega / k;
+        let kd = k * depth;
+        let rel = c / (G * depth).sqrt() - 1.0;
+        assert!(rel.abs() < 1e-6, "c/sqrt(gd) - 1 = {rel}");
+        assert!((rel + kd * kd / 6.0).abs() < 1e-10, "rel={rel} vs -(kd)²/6={}", -kd * kd / 6.0);
+    }
+
+    #[test]
+    fn dispersion_against_bisection_and_residual() {
+        // d = 0.5 m, T = 1.2 s solved independently by bisection of x tanh x = ω² d / g to the
+        // last bit; Newton's k agrees to 1e-12 relative (the requirement), the residual of
+        // ω² = g k tanh(kd) to 1e-13 (a few roundings).
+        let (depth, period) = (0.5, 1.2);
+        let omega = 2.0 * PI / period;
+        let y = omega * omega * depth / G;
+        let (mut lo, mut hi) = (0.0f64, y + 1.0);
+        for _ in 0..200 {
+            let mid = 0.5 * (lo + hi);
+            if mid * mid.tanh() < y {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        let k_ref = 0.5 * (lo + hi) / depth;
+        let k = wave_number(omega, depth, G);
+        assert!((k / k_ref - 1.0).abs() < 1e-12, "k={k} bisection={k_ref}");
+        assert!((G * k * (k * depth).tanh() / (omega * omega) - 1.0).abs() < 1e-13);
+        // L ≈ 2.05 m (L0 tanh kd, L0 = 2.248 m, kd ≈ 1.53): a sanity bound against a gross
+        // error in the reference itself.
+        assert!((2.0 * PI / k - 2.048).abs() < 0.005, "L={}", 2.0 * PI / k);
+        // The residual holds from very shallow to very deep water (kd 1e-4 to 1e3).
+        for i in 0..=70 {
+            let kd_target = 10f64.powf(-4.0 + i as f64 * 0.1);
+            let omega = (G * kd_target * kd_target.tanh() / depth).sqrt();
+            let k = wave_number(omega, depth, G);
+            let rel = G * k * (k * depth).tanh() / (omega * omega) - 1.0;
+            assert!(rel.abs() < 1e-13, "kd={kd_target}: residual {rel}");
+            assert!((k * depth / kd_target - 1.0).abs() < 1e-12, "kd={kd_target}: got {}", k * depth);
+        }
+        assert_eq!(wave_number(0.0, 1.0, G), 0.0);
+        assert!(wave_number(1.0, -1.0, G).is_nan() && wave_number(f64::NAN, 1.0, G).is_nan());
+    }
+
+    fn piston_literal(x: f64) -> f64 {
+        2.0 * ((2.0 * x).cosh() - 1.0) / ((2.0 * x).sinh() + 2.0 * x)
+    }
+
+    fn flap_literal(x: f64) -> f64 {
+        4.0 * (x.sinh() / x) * (x * x.sinh() - x.cosh() + 1.0) / ((2.0 * x).sinh() + 2.0 * x)
+    }
+
+    #[test]
+    fn transfer_functions_equal_the_literature_forms() {
+        // The overflow-free forms equal the textbook ones where those are well conditioned
+        // (kd 0.05 to 20): 1e-12 relative, a few roundings.
+        for i in 0..400 {
+            let x = 0.05 + i as f64 * 0.05;
+            let (p, f) = (piston_ratio(x), flap_ratio(x));
+            assert!((p / piston_literal(x) - 1.0).abs() < 1e-12, "piston kd={x}");
+            assert!((f / flap_literal(x) - 1.0).abs() < 1e-12, "flap kd={x}");
+            // Both grow with kd (the piston's reaches 2.0 in f64 by kd ≈ 19), and the flap
+            // makes less wave than the piston.
+            assert!(f < p && p <= piston_ratio(x + 0.05) && f < flap_ratio(x + 0.05), "kd={x}");
+        }
+        assert_eq!(Paddle::Piston.ratio(0.7), piston_ratio(0.7));
+        assert_eq!(Paddle::Flap.ratio(0.7), flap_ratio(0.7));
+    }
+
+    #[test]
+    fn transfer_function_limits() {
+        // Shallow water (kd = 1e-3): piston H/S = kd (1 + O(kd⁴)), tolerance 1e-9; flap
+        // H/S = (kd/2)(1 + kd²/12 + ...), tolerance 1e-6 (the correction is 8e-8).
+        let x = 1e-3;
+        assert!((piston_ratio(x) / x - 1.0).abs() < 1e-9, "{}", piston_ratio(x) / x);
+        assert!((flap_ratio(x) / (0.5 * x) - 1.0).abs() < 1e-6, "{}", flap_ratio(x) / (0.5 * x));
+        assert!((piston_literal(0.01) / 0.01 - 1.0).abs() < 1e-6);
+        assert!((flap_literal(0.01) / 0.005 - 1.0).abs() < 1e-4);
+        // Deep water: piston -> 2 (tanh 50 = 1 in f64), flap -> 2 as 2 (1 - 1/kd) up to
+        // e^(-kd) terms; the textbook forms agree at kd = 50 to 1e-12 relative.
+        let x = 50.0;
+        assert!((piston_ratio(x) - 2.0).abs() < 1e-14 && (piston_literal(x) - 2.0).abs() < 1e-12);
+        assert!((flap_ratio(x) - 2.0 * (1.0 - 1.0 / x)).abs() < 1e-12);
+        assert!((flap_literal(x) / (2.0 * (1.0 - 1.0 / x)) - 1.0).abs() < 1e-12);
+        // Beyond sinh's overflow (kd = 1000) the forms used stay finite.
+        assert_eq!(piston_ratio(1000.0), 2.0);
+        assert!((flap_ratio(1000.0) - 2.0 * (1.0 - 1e-3)).abs() < 1e-12);
+        assert_eq!((piston_ratio(0.0), flap_ratio(0.0)), (0.0, 0.0));
+    }
+
+    #[test]
+    fn ramp_shape() {
+        assert_eq!(ramp(-1.0, 2.0), (0.0, 0.0));
+        assert_eq!(ramp(0.0, 2.0), (0.0, 0.0));
+        assert_eq!(ramp(2.0, 2.0), (1.0, 0.0));
+        assert_eq!(ramp(5.0, 0.0), (1.0, 0.0));
+        let (r, dr) = ramp(1.0, 2.0);
+        // Half way: r = 1/2 and the steepest slope π / (2 T_r), to rounding.
+        assert!((r - 0.5).abs() < 1e-15 && (dr - PI / 4.0).abs() < 1e-15);
+    }
+
+    /// Central differences of `x` against `v` over `ts`: the largest error relative to
+    /// `scale`.
+    fn derivative_error(x: impl Fn(f64) -> f64, v: impl Fn(f64) -> f64, ts: impl Iterator<Item = f64>, scale: f64) -> f64 {
+        let h = 1e-5;
+        ts.map(|t| ((x(t + h) - x(t - h)) / (2.0 * h) - v(t)).abs() / scale).fold(0.0, f64::max)
+    }
+
+    #[test]
+    fn regular_velocity_is_the_derivative_of_displacement() {
+        // h = 1e-5 s: truncation (h ω)² / 6 ~ 1e-10 and rounding ε / (h ω) ~ 1e-11 of the
+        // speed scale, so 1e-6 relative to max_speed leaves a wide margin yet catches a
+        // missing ramp-derivative term (of order π/(2 T_r) / ω ~ 0.1).
+        for (paddle, order, phase) in [(Paddle::Piston, 1, 0.0), (Paddle::Piston, 2, 0.3), (Paddle::Flap, 1, -1.1)] {
+            let w = RegularWave::new(RegularWaveSpec {
+                height: 0.06,
+                period: 1.3,
+                depth: 0.45,
+                g: G,
+                paddle,
+                order,
+                ramp_time: 2.6,
+                phase,
+            })
+            .expect("valid");
+            // Through the ramp (0 to 2.6 s) and after it, off the ramp's ends.
+            let ts = (0..800).map(|i| 0.00731 + i as f64 * 0.00997);
+            let err = derivative_error(|t| w.displacement(t), |t| w.velocity(t), ts, w.max_speed());
+            assert!(err < 1e-6, "{paddle:?} order {order}: {err}");
+            assert_eq!(w.displacement(0.0), 0.0);
+            assert_eq!(w.velocity(0.0), 0.0);
+        }
+        // Without a ramp and phase 0 the displacement starts at 0 and the velocity at its
+        // amplitude (S/2) ω (first order).
+        let w = regular(0.05, 1.2, 0.5, Paddle::Piston, 1, 0.0);
+        assert_eq!(w.displacement(0.0), 0.0);
+        assert!((w.velocity(0.0) / (0.5 * w.stroke() * w.omega()) - 1.0).abs() < 1e-15);
+    }
+
+    #[test]
+    fn regular_max_speed_bounds_velocity() {
+        // The bound holds at every sample, and is not loose by more than the ramp's share
+        // (π / (2 T_r ω) = 1/8 here) plus the second order's.
+        for (paddle, order) in [(Paddle::Piston, 2), (Paddle::Flap, 1)] {
+            let w = regular(0.05, 1.5, 0.4, paddle, order, 3.0);
+            let peak = (0..20000).map(|i| w.velocity(i as f64 * 0.0005).abs()).fold(0.0, f64::max);
+            assert!(peak <= w.max_speed(), "{paddle:?}: {peak} > {}", w.max_speed());
+            assert!(peak > 0.85 * w.max_speed(), "{paddle:?}: {peak} vs {}", w.max_speed());
+        }
+    }
+
+    #[test]
+    fn regular_stroke_from_transfer_function() {
+        let w = regular(0.05, 1.2, 0.5, Paddle::Flap, 1, 0.0);
+        let kd = w.k() * 0.5;
+        assert!((w.stroke() - 0.05 / flap_literal(kd)).abs() < 1e-15);
+        assert!((w.wavelength() - 2.0 * PI / w.k()).abs() < 1e-15);
+        assert_eq!(w.second_amplitude(), 0.0);
+    }
+
+    #[test]
+    fn second_order_madsen_term() {
+        // d = 0.4 m, H = 0.05 m, T = 1.5 s (kd ≈ 0.96): A2 evaluated here from the textbook
+        // m1 and Madsen's bracket; the module's value agrees to 1e-12 relative (rounding).
+        // The bracket 3 cosh kd / sinh³ kd - 2/m1 ≈ 3.24 - 2.12 is positive: A2 ≈ 2.2e-4 m,
+        // in phase with the first harmonic's sin 2ωt.
+        let (h, t, d) = (0.05, 1.5, 0.4);
+        let w = regular(h, t, d, Paddle::Piston, 2, 0.0);
+        let kd = wave_number(2.0 * PI / t, d, G) * d;
+        let m1 = piston_literal(kd);
+        let a2 = h * h / (32.0 * d) * (3.0 * kd.cosh() / kd.sinh().powi(3) - 2.0 / m1);
+        assert!((w.second_amplitude() / a2 - 1.0).abs() < 1e-12, "{} vs {a2}", w.second_amplitude());
+        assert!(a2 > 1.5e-4 && a2 < 3.0e-4, "A2 = {a2}");
+        assert!((w.stroke() - h / m1).abs() < 1e-15);
+        // The displacement record holds (S/2) sin ωt + A2 sin 2ωt: least-squares fits over
+        // whole periods, uniformly sampled, find both (amplitude, phase -π/2) to 1e-12.
+        let ts = whole_periods(t, 4, 360);
+        let xs: Vec<f64> = ts.iter().map(|&s| w.displacement(s)).collect();
+        let (a, p) = harmonic(&ts, &xs, 1.0 / t).expect("fit");
+        assert!((a - 0.5 * w.stroke()).abs() < 1e-12 && angle_diff(p, -0.5 * PI).abs() < 1e-10, "{a} {p}");
+        let (a, p) = harmonic(&ts, &xs, 2.0 / t).expect("fit");
+        assert!((a - a2).abs() < 1e-12 && angle_diff(p, -0.5 * PI).abs() < 1e-8, "{a} {p}");
+        // Deep water: the bracket turns negative (3 cosh / sinh³ -> 0, 2/m1 -> 1).
+        assert!(madsen_second_amplitude(0.05, 3.0, 1.0) < 0.0);
+    }
+
+    #[test]
+    fn elevation_phase_convention() {
+        // The elevation travels towards +x at c = ω/k, and at x = 0 is in phase with the
+        // paddle velocity (first order, no ramp): both to rounding (1e-12 of the amplitude).
+        let w = regular(0.05, 1.2, 0.5, Paddle::Piston, 1, 0.0);
+        let c = w.omega() / w.k();
+        for i in 0..50 {
+            let (x, t, dt) = (0.3 * i as f64, 0.17 * i as f64, 0.05 + 0.01 * i as f64);
+            assert!((w.elevation(x + c * dt, t + dt) - w.elevation(x, t)).abs() < 1e-12);
+            let v = w.velocity(t) / (0.5 * w.stroke() * w.omega());
+            assert!((w.elevation(0.0, t) / 0.025 - v).abs() < 1e-12);
+        }
+        // Order 2 adds Stokes' bound harmonic: crests higher than troughs are deep.
+        let w2 = regular(0.05, 1.5, 0.4, Paddle::Piston, 2, 0.0);
+        let crest = w2.elevation(0.0, 0.0);
+        let trough = w2.elevation(0.0, 0.75);
+        assert!(crest > 0.025 && trough > -0.025 && (crest - trough - 0.05).abs() < 1e-12);
+    }
+
+    #[test]
+    fn regular_wave_refuses_bad_input() {
+        let ok = RegularWaveSpec {
+            height: 0.05,
+            period: 1.2,
+            depth: 0.5,
+            g: G,
+            paddle: Paddle::Piston,
+            order: 1,
+            ramp_time: 1.0,
+            phase: 0.0,
+        };
+        assert!(RegularWave::new(ok.clone()).is_ok());
+        let err = |spec: RegularWaveSpec| RegularWave::new(spec).expect_err("must be refused");
+        assert!(err(RegularWaveSpec { paddle: Paddle::Flap, order: 2, ..ok.clone() }).contains("piston"));
+        assert!(err(RegularWaveSpec { order: 3, ..ok.clone() }).contains("order"));
+        assert!(err(RegularWaveSpec { order: 0, ..ok.clone() }).contains("order"));
+        assert!(err(RegularWaveSpec { height: -0.1, ..ok.clone() }).contains("height"));
+        assert!(err(RegularWaveSpec { period: f64::NAN, ..ok.clone() }).contains("period"));
+        assert!(err(RegularWaveSpec { depth: 0.0, ..ok.clone() }).contains("depth"));
+        assert!(err(RegularWaveSpec { ramp_time: -1.0, ..ok.clone() }).contains("ramp"));
+        assert!(err(RegularWaveSpec { phase: f64::INFINITY, ..ok }).contains("phase"));
+    }
+
+    #[test]
+    fn splitmix64_reference_values() {
+        // The first outputs of Vigna's splitmix64.c from seed 1234567.
+        let mut r = SplitMix64::new(1234567);
+        let want = [6457827717110365317u64, 3203168211198807973, 9817491932198370423, 4593380528125082431];
+        for w in want {
+            assert_eq!(r.next_u64(), w);
+        }
+        let mut r = SplitMix64::new(7);
+        assert!((0..1000).map(|_| r.next_f64()).all(|u| (0.0..1.0).contains(&u)));
+    }
+
+    fn sea(seed: u64) -> IrregularWave {
+        IrregularWave::new(IrregularWaveSpec { components: 256, seed, ..IrregularWaveSpec::jonswap(0.1, 1.5, 0.6, G) })
+            .expect("valid sea")
+    }
+
+    #[test]
+    fn jonswap_hs_and_peak() {
+        // The rescaled discrete spectrum gives 4 sqrt(m0) = Hs to rounding (1e-9 asked; a
+        // sum of 256 terms errs by ~1e-15).
+        for gamma in [1.0, 3.3, 7.0] {
+            let w = IrregularWave::new(IrregularWaveSpec { gamma, ..IrregularWaveSpec::jonswap(0.1, 1.5, 0.6, G) })
+                .expect("valid");
+            assert!((w.hs_discrete() / 0.1 - 1.0).abs() < 1e-9, "gamma={gamma}: {}", w.hs_discrete());
+            // The largest component lies within one Δf of fp = 1/Tp.
+            let top =
+                w.components().iter().max_by(|a, b| a.amplitude.total_cmp(&b.amplitude)).expect("has components");
+            assert!((top.frequency - 1.0 / 1.5).abs() <= w.df(), "gamma={gamma}: peak at {}", top.frequency);
+            // Δf and the band: N centres over [0.5 fp, 3 fp].
+            let c = w.components();
+            assert!((w.df() - 2.5 / 1.5 / 200.0).abs() < 1e-15);
+            assert!((c[0].frequency - (0.5 / 1.5 + 0.5 * w.df())).abs() < 1e-15);
+            assert!((c[199].frequency - (3.0 / 1.5 - 0.5 * w.df())).abs() < 1e-12);
+            // Paddle amplitude = 2 a / (H/S)(kd).
+            for c in c {
+                assert!((c.paddle_amplitude - 2.0 * c.amplitude / piston_literal(c.k * 0.6)).abs() < 1e-15);
+            }
+        }
+        // DNV's A_γ normalises the continuous spectrum to Hs²/16: exactly at γ = 1 (to the
+        // quadrature's 1e-4 and the tails' < 1e-3 beyond 0.2 fp to 10 fp), within 2 % up to
+        // γ = 7 (DNV: "reasonable" for 1 <= γ <= 7).
+        for (gamma, tol) in [(1.0, 1e-3), (3.3, 0.02), (7.0, 0.02)] {
+            let (hs, tp) = (2.0, 8.0);
+            let n = 20000;
+            let df = (10.0 - 0.2) / tp / n as f64;
+            let m0: f64 = (0..n).map(|i| jonswap(0.2 / tp + (i as f64 + 0.5) * df, hs, tp, gamma) * df).sum();
+            assert!((4.0 * m0.sqrt() / hs - 1.0).abs() < tol, "gamma={gamma}: Hm0/Hs = {}", 4.0 * m0.sqrt() / hs);
+        }
+    }
+
+    #[test]
+    fn same_seed_same_sea() {
+        let (a, b, c) = (sea(42), sea(42), sea(43));
+        assert_eq!(a, b);
+        let ts: Vec<f64> = (0..500).map(|i| 0.037 * i as f64).collect();
+        assert!(ts.iter().all(|&t| a.displacement(t).to_bits() == b.displacement(t).to_bits()));
+        assert!(ts.iter().all(|&t| a.velocity(t).to_bits() == b.velocity(t).to_bits()));
+        // Another seed gives other phases, and a visibly different motion.
+        assert!(ts.iter().any(|&t| (a.displacement(t) - c.displacement(t)).abs() > 1e-4));
+        assert!(a.components().iter().zip(c.components()).all(|(x, y)| x.phase != y.phase));
+    }
+
+    #[test]
+    fn irregular_velocity_is_the_derivative_of_displacement() {
+        // As for the regular wave (1e-6 of max_speed; see there), through the ramp (3 s) and
+        // after it; the velocity never exceeds max_speed.
+        for paddle in [Paddle::Piston, Paddle::Flap] {
+            let w = IrregularWave::new(IrregularWaveSpec {
+                paddle,
+                components: 64,
+                seed: 9,
+                ..IrregularWaveSpec::jonswap(0.08, 1.5, 0.5, G)
+            })
+            .expect("valid");
+            let ts = (0..1000).map(|i| 0.00731 + i as f64 * 0.00997);
+            let err = derivative_error(|t| w.displacement(t), |t| w.velocity(t), ts, w.max_speed());
+            assert!(err < 1e-6, "{paddle:?}: {err}");
+            assert_eq!(w.displacement(0.0), 0.0);
+            let peak = (0..40000).map(|i| w.velocity(i as f64 * 0.001).abs()).fold(0.0, f64::max);
+            assert!(peak > 0.0 && peak <= w.max_speed(), "{paddle:?}: {peak} vs {}", w.max_speed());
+        }
+    }
+
+    #[test]
+    fn irregular_wave_refuses_bad_input() {
+        let ok = IrregularWaveSpec::jonswap(0.1, 1.5, 0.6, G);
+        let err = |spec: IrregularWaveSpec| IrregularWave::new(spec).expect_err("must be refused");
+        assert!(err(IrregularWaveSpec { components: 0, ..ok.clone() }).contains("component"));
+        assert!(err(IrregularWaveSpec { gamma: 0.5, ..ok.clone() }).contains("gamma"));
+        assert!(err(IrregularWaveSpec { f_max: 0.4, ..ok.clone() }).contains("highest"));
+        assert!(err(IrregularWaveSpec { f_min: 0.0, ..ok.clone() }).contains("lowest"));
+        assert!(err(IrregularWaveSpec { hs: 0.0, ..ok.clone() }).contains("significant"));
+        // A band far below the peak carries no energy in f64.
+        assert!(err(IrregularWaveSpec { f_min: 1e-3, f_max: 2e-3, ..ok }).contains("no energy"));
+    }
+
+    #[test]
+    fn zero_upcrossing_on_a_sine() {
+        // η = c + a sin ωt sampled at Δt = T/402, so crests and troughs fall on samples and
+        // up-crossings halfway between two (where the linear interpolation is exact by
+        // symmetry); over 6 whole periods the trapezoidal mean is c. Height 2a and period T
+        // to 1e-6 (asked; rounding gives ~1e-15), 5 whole waves starting at 0, T, ...
+        let (a, period, c) = (0.037, 1.7, 0.21);
+        let dt = period / 402.0;
+        let ts: Vec<f64> = (0..=6 * 402).map(|j| (j as f64 - 0.5) * dt).collect();
+        let eta: Vec<f64> = ts.iter().map(|&t| c + a * (2.0 * PI * t / period).sin()).collect();
+        let waves = zero_upcrossing(&ts, &eta);
+        assert_eq!(waves.len(), 5);
+        for (i, w) in waves.iter().enumerate() {
+            assert!((w.height - 2.0 * a).abs() < 1e-6, "wave {i}: H={}", w.height);
+            assert!((w.period - period).abs() < 1e-6, "wave {i}: T={}", w.period);
+            assert!((w.start - i as f64 * period).abs() < 1e-6, "wave {i}: start={}", w.start);
+        }
+        assert!(zero_upcrossing(&ts[..3], &eta[..3]).is_empty());
+        assert!(zero_upcrossing(&[], &[]).is_empty());
+    }
+
+    #[test]
+    fn harmonic_with_second_harmonic_and_offset() {
+        // c0 + a1 cos(ωt + φ1) + a2 cos(2ωt + φ2), uniformly over whole periods: the second
+        // harmonic is orthogonal to the fitted terms, so each fit is exact to rounding (1e-9).
+        let (period, c0, a1, p1, a2, p2) = (1.3, 0.4, 0.05, 2.2, 0.008, -0.9);
+        let w = 2.0 * PI / period;
+        let ts = whole_periods(period, 5, 100);
+        let eta: Vec<f64> = ts.iter().map(|&t| c0 + a1 * (w * t + p1).cos() + a2 * (2.0 * w * t + p2).cos()).collect();
+        let (a, p) = harmonic(&ts, &eta, 1.0 / period).expect("fit");
+        assert!((a - a1).abs() < 1e-9 && angle_diff(p, p1).abs() < 1e-9, "{a} {p}");
+        let (a, p) = harmonic(&ts, &eta, 2.0 / period).expect("fit");
+        assert!((a - a2).abs() < 1e-9 && angle_diff(p, p2).abs() < 1e-9, "{a} {p}");
+    }
+
+    #[test]
+    fn harmonic_non_uniform_partial_record() {
+        // An offset plus one sinusoid lies in the fitted model: recovered exactly (1e-9)
+        // from jittered sampling over 3.37 periods starting at t = 11.3 s.
+        let (period, c0, a1, p1) = (0.9, -0.02, 0.03, -2.7);
+        let w = 2.0 * PI / period;
+        let mut rng = SplitMix64::new(5);
+        let mut t = 11.3;
+        let mut ts = Vec::new();
+        while t < 11.3 + 3.37 * period {
+            ts.push(t);
+            t += 0.01 * (0.2 + 1.6 * rng.next_f64());
+        }
+        let eta: Vec<f64> = ts.iter().map(|&t| c0 + a1 * (w * t + p1).cos()).collect();
+        let (a, p) = harmonic(&ts, &eta, 1.0 / period).expect("fit");
+        assert!((a - a1).abs() < 1e-9 && angle_diff(p, p1).abs() < 1e-9, "{a} {p}");
+        // Refusals: lengths differ, too few samples, no time spanned.
+        assert!(harmonic(&ts, &eta[1..], 1.0).is_err());
+        assert!(harmonic(&ts[..2], &eta[..2], 1.0).is_err());
+        assert!(harmonic(&[1.0; 10], &[0.5; 10], 1.0).is_err());
+        assert!(harmonic(&ts, &eta, 0.0).is_err());
+    }
+
+    /// Gauge records of an incident wave `ai cos(ωt - kx + pi)` and a reflected one
+    /// `ar cos(ωt + kx + pr)` at x = 0 and x = dx.
+    fn two_gauge_records(dx: f64, period: f64, depth: f64, waves: [f64; 4]) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+        let [ai, pi, ar, pr] = waves;
+        let w = 2.0 * PI / period;
+        let k = wave_number(w, depth, G);
+        let ts = whole_periods(period, 8, 64);
+        let at = |x: f64| -> Vec<f64> {
+            ts.iter().map(|&t| ai * (w * t - k * x + pi).cos() + ar * (w * t + k * x + pr).cos()).collect()
+        };
+        let (e1, e2) = (at(0.0), at(dx));
+        (ts, e1, e2)
+    }
+
+    #[test]
+    fn two_gauge_reflection_recovers_the_pair() {
+        // Incident 0.05 m, reflected 0.01 m, arbitrary phases, gauges 0.23 L apart: the
+        // separation is exact algebra on exact fits, so 1e-9.
+        let (period, depth) = (1.2, 0.5);
+        let l = 2.0 * PI / wave_number(2.0 * PI / period, depth, G);
+        for (dx, p_i, p_r) in [(0.23 * l, 0.7, -2.1), (0.41 * l, -3.0, 1.2), (0.07 * l, 2.5, 0.1)] {
+            let (ts, e1, e2) = two_gauge_records(dx, period, depth, [0.05, p_i, 0.01, p_r]);
+            let r = reflection_two_gauge(&ts, &e1, &e2, dx, 1.0 / period, depth, G).expect("separable");
+            assert!((r.incident - 0.05).abs() < 1e-9, "{r:?}");
+            assert!((r.reflected - 0.01).abs() < 1e-9, "{r:?}");
+            assert!((r.coefficient - 0.2).abs() < 1e-9, "{r:?}");
+            assert!(angle_diff(r.incident_phase, p_i).abs() < 1e-9, "{r:?}");
+            assert!(angle_diff(r.reflected_phase, p_r).abs() < 1e-9, "{r:?}");
+        }
+    }
+
+    #[test]
+    fn two_gauge_reflection_is_refused_near_k_dx_multiple_of_pi() {
+        // |sin k dx| < 0.1: half a wavelength (k dx = π), 0.49 L (|sin| = 0.063), a whole
+        // wavelength and no spacing at all are refused; 0.45 L (|sin| = 0.31) is not.
+        let (period, depth) = (1.2, 0.5);
+        let l = 2.0 * PI / wave_number(2.0 * PI / period, depth, G);
+        for dx in [0.5 * l, 0.49 * l, 0.51 * l, l, 0.0] {
+            let (ts, e1, e2) = two_gauge_records(dx, period, depth, [0.05, 0.3, 0.01, 1.0]);
+            let e = reflection_two_gauge(&ts, &e1, &e2, dx, 1.0 / period, depth, G).expect_err("singular");
+            assert!(e.contains("singular"), "{e}");
+        }
+        let (ts, e1, e2) = two_gauge_records(0.45 * l, period, depth, [0.05, 0.3, 0.01, 1.0]);
+        assert!(reflection_two_gauge(&ts, &e1, &e2, 0.45 * l, 1.0 / period, depth, G).is_ok());
+    }
 }
