@@ -16,8 +16,8 @@ pub mod mesh;
 pub mod physics;
 pub mod shape;
 pub mod step;
-pub mod waves;
 mod vec;
+pub mod waves;
 
 pub use case::Case;
 pub use config::CaseError;

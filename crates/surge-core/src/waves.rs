@@ -269,8 +269,7 @@ impl RegularWave {
     /// `|r' s| + |r s'| <= max|r'| max|s| + max|s'|` with `max|r'| = π / (2 ramp_time)`.
     pub fn max_speed(&self) -> f64 {
         let ramp_rate = if self.spec.ramp_time > 0.0 { 0.5 * PI / self.spec.ramp_time } else { 0.0 };
-        (0.5 * self.stroke + self.second.abs()) * ramp_rate
-            + self.omega * (0.5 * self.stroke + 2.0 * self.second.abs())
+        (0.5 * self.stroke + self.second.abs()) * ramp_rate + self.omega * (0.5 * self.stroke + 2.0 * self.second.abs())
     }
 
     /// Target free-surface elevation (m) at distance x (m) from the paddle's mean position,
@@ -457,10 +456,7 @@ impl IrregularWave {
         let dens: Vec<f64> = freqs.iter().map(|&f| jonswap(f, spec.hs, spec.tp, spec.gamma)).collect();
         let m0: f64 = dens.iter().map(|s| s * df).sum();
         if !(m0.is_finite() && m0 > 0.0) {
-            return Err(format!(
-                "the JONSWAP spectrum carries no energy over {} fp to {} fp",
-                spec.f_min, spec.f_max
-            ));
+            return Err(format!("the JONSWAP spectrum carries no energy over {} fp to {} fp", spec.f_min, spec.f_max));
         }
         let scale = spec.hs * spec.hs / 16.0 / m0;
         let mut rng = SplitMix64::new(spec.seed);
@@ -630,15 +626,17 @@ pub fn harmonic(t: &[f64], eta: &[f64], f: f64) -> Result<(f64, f64), String> {
     for col in 0..3 {
         let piv = (col..3).max_by(|&i, &j| a[i][col].abs().total_cmp(&a[j][col].abs())).unwrap_or(col);
         a.swap(col, piv);
-        if !(a[col][col].abs() > 1e-10 * scale) {
+        let p = a[col][col].abs();
+        if p.is_nan() || p <= 1e-10 * scale {
             return Err(format!(
                 "the record cannot resolve a harmonic at f = {f} Hz (too short or too coarse a sampling)"
             ));
         }
-        for row in col + 1..3 {
-            let m = a[row][col] / a[col][col];
-            for j in col..4 {
-                a[row][j] -= m * a[col][j];
+        let pivot = a[col];
+        for row in a.iter_mut().skip(col + 1) {
+            let m = row[col] / pivot[col];
+            for (x, p) in row.iter_mut().zip(pivot).skip(col) {
+                *x -= m * p;
             }
         }
     }
@@ -761,7 +759,11 @@ mod tests {
         for (period, depth) in [(1.0, 200.0), (2.0, 100.0), (0.5, 50.0)] {
             let k = wave_number(2.0 * PI / period, depth, G);
             let l_deep = G * period * period / (2.0 * PI);
-            assert!((2.0 * PI / k / l_deep - 1.0).abs() < 1e-12, "T={period} d={depth}: L={} vs {l_deep}", 2.0 * PI / k);
+            assert!(
+                (2.0 * PI / k / l_deep - 1.0).abs() < 1e-12,
+                "T={period} d={depth}: L={} vs {l_deep}",
+                2.0 * PI / k
+            );
         }
     }
 
@@ -875,7 +877,12 @@ mod tests {
 
     /// Central differences of `x` against `v` over `ts`: the largest error relative to
     /// `scale`.
-    fn derivative_error(x: impl Fn(f64) -> f64, v: impl Fn(f64) -> f64, ts: impl Iterator<Item = f64>, scale: f64) -> f64 {
+    fn derivative_error(
+        x: impl Fn(f64) -> f64,
+        v: impl Fn(f64) -> f64,
+        ts: impl Iterator<Item = f64>,
+        scale: f64,
+    ) -> f64 {
         let h = 1e-5;
         ts.map(|t| ((x(t + h) - x(t - h)) / (2.0 * h) - v(t)).abs() / scale).fold(0.0, f64::max)
     }
@@ -970,7 +977,7 @@ mod tests {
             let v = w.velocity(t) / (0.5 * w.stroke() * w.omega());
             assert!((w.elevation(0.0, t) / 0.025 - v).abs() < 1e-12);
         }
-        // Order 2 adds Stokes' bound harmonic: crests higher than troughs are deep.
+        // Order 2 adds Stokes' bound harmonic: crests higher and troughs shallower than H/2.
         let w2 = regular(0.05, 1.5, 0.4, Paddle::Piston, 2, 0.0);
         let crest = w2.elevation(0.0, 0.0);
         let trough = w2.elevation(0.0, 0.75);
@@ -1027,8 +1034,7 @@ mod tests {
                 .expect("valid");
             assert!((w.hs_discrete() / 0.1 - 1.0).abs() < 1e-9, "gamma={gamma}: {}", w.hs_discrete());
             // The largest component lies within one Δf of fp = 1/Tp.
-            let top =
-                w.components().iter().max_by(|a, b| a.amplitude.total_cmp(&b.amplitude)).expect("has components");
+            let top = w.components().iter().max_by(|a, b| a.amplitude.total_cmp(&b.amplitude)).expect("has components");
             assert!((top.frequency - 1.0 / 1.5).abs() <= w.df(), "gamma={gamma}: peak at {}", top.frequency);
             // Δf and the band: N centres over [0.5 fp, 3 fp].
             let c = w.components();
