@@ -458,9 +458,33 @@ extern "C" __global__ void __launch_bounds__(256, MDBC_MIN_BLOCKS)
 // Twin of crates/surge-cpu/src/update.rs. Only the updates of the case's scheme are compiled
 // (SCHEME 1: symplectic predictor/corrector; 2: Verlet and its Euler step); pos_prev is unused
 // for Verlet.
+#if MOTION
+// The rigid move of the moving solid that holds particle `id` (36 doubles each, the layout
+// of surge_core::motion::SolidMove), or null.
+__device__ __forceinline__ const double *solid_move(unsigned id, int nmoves, const double *moves) {
+    const double x = (double)id;
+    for (int m = 0; m < nmoves; ++m) {
+        const double *s = moves + 36 * m;
+        if (x >= s[0] && x < s[1]) return s;
+    }
+    return nullptr;
+}
+#endif
+
+#if DAMPING
+// Damping zones: axis, origin and cell size along it, start, end, strength (case order).
+__device__ const double damping_zones[DAMPING][6] = DAMPING_ZONES;
+#endif
+
+// Moving solids (MOTION, issue 14): a boundary particle of a moving solid is put where the
+// solid's pose at the update's end puts the particle it was at the step start, with that
+// pose's velocity (twin of SolidMove::apply, float64), and its wall normal turns (SolidMove::
+// turn); with mDBC the mDBC velocity of one too far from the fluid for a ghost node follows.
+// Damping zones (DAMPING) scale fluid velocities at full updates (surge_core::motion::Damping).
 extern "C" __global__ void update_kernel(int n, int which, float dt, float4 *pos, float4 *vel, float4 *vel_prev,
                                          float4 *pos_prev, const float4 *force, const uint2 *info, const float4 *shift,
-                                         unsigned *stats) {
+                                         unsigned *stats, const int4 *cell, float4 *wall, float4 *mdbc, int nmoves,
+                                         const double *moves) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     float disp = 0.0f, speed = 0.0f;
     if (i < n) {
@@ -503,6 +527,36 @@ extern "C" __global__ void update_kernel(int n, int which, float dt, float4 *pos
             d1 = db + dd * k;
         }
 #endif
+#if MOTION
+        const double *mv = fluid ? nullptr : solid_move(info[i].x, nmoves, moves);
+        if (mv) {
+            const float3 b = which == UPDATE_CORRECTOR ? xyz(pos_prev[i]) : x;
+            const int4 c = cell[i];
+            const double q[3] = {mv[2] + (double)c.x * mv[5], mv[3] + (double)c.y * mv[6], mv[4] + (double)c.z * mv[7]};
+            const double sv[3] = {q[0] + (double)b.x, q[1] + (double)b.y, q[2] + (double)b.z};
+            double r[3];
+            for (int k = 0; k < 3; ++k) r[k] = mv[8 + 3 * k] * sv[0] + mv[9 + 3 * k] * sv[1] + mv[10 + 3 * k] * sv[2];
+            x1 = v3((float)(r[0] - q[0] + mv[17]), (float)(r[1] - q[1] + mv[18]), (float)(r[2] - q[2] + mv[19]));
+            v1 = v3((float)(mv[20] + (mv[24] * r[2] - mv[25] * r[1])), (float)(mv[21] + (mv[25] * r[0] - mv[23] * r[2])),
+                    (float)(mv[22] + (mv[23] * r[1] - mv[24] * r[0])));
+        }
+#endif
+#if DAMPING
+        if (fluid && which != UPDATE_PREDICTOR) {
+            const int4 c = cell[i];
+            float f = 1.0f;
+            for (int z = 0; z < DAMPING; ++z) {
+                const double *dz = damping_zones[z];
+                const int a = (int)dz[0];
+                const int ca = a == 0 ? c.x : (a == 1 ? c.y : c.z);
+                const float oa = a == 0 ? p4.x : (a == 1 ? p4.y : p4.z);
+                const double xa = dz[1] + ((double)ca + 0.5) * dz[2] + (double)oa;
+                const double sz = fmin(fmax((xa - dz[3]) / (dz[4] - dz[3]), 0.0), 1.0);
+                f *= (float)fmax(1.0 - (double)dt * dz[5] * sz * sz, 0.0);
+            }
+            v1 = v1 * f;
+        }
+#endif
 #if MDBC
         if (!fluid) d1 = d;  // the density of the last mDBC pass
 #else
@@ -519,6 +573,18 @@ extern "C" __global__ void update_kernel(int n, int which, float dt, float4 *pos
         speed = sqrtf(norm2(v1));
         pos[i] = make_float4(x1.x, x1.y, x1.z, p4.w);
         vel[i] = make_float4(v1.x, v1.y, v1.z, d1);
+#if MOTION && (MDBC || VISC == 2)
+        if (mv) {
+            const float4 w = wall[i];
+            const double nx = w.x, ny = w.y, nz = w.z;
+            wall[i] = make_float4((float)(mv[26] * nx + mv[27] * ny + mv[28] * nz),
+                                  (float)(mv[29] * nx + mv[30] * ny + mv[31] * nz),
+                                  (float)(mv[32] * nx + mv[33] * ny + mv[34] * nz), w.w);
+#if MDBC
+            if (!(w.w > 0.0f && w.w < 2.0f * H)) mdbc[i] = make_float4(v1.x, v1.y, v1.z, mdbc[i].w);
+#endif
+        }
+#endif
         if (!ok) {
             atomicMin(&stats[STAT_BAD_ID], info[i].x);
             disp = 0.0f;

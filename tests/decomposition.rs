@@ -418,6 +418,9 @@ mod blocks {
         fn update(&mut self, which: Update, dt: f64) -> Result<UpdateStats, Failure> {
             self.cpu.update(which, dt)
         }
+        fn set_moves(&mut self, moves: &[surge_core::motion::SolidMove]) -> Result<(), Failure> {
+            self.cpu.set_moves(moves)
+        }
         fn snapshot(&mut self, out: &mut Snapshot) -> Result<(), Failure> {
             self.cpu.snapshot(out)
         }

@@ -330,8 +330,13 @@ pub trait Backend: Interpolate + Send {
         Err(Failure::Device(format!("{} takes no {side:?} force values from another device's memory", self.name())))
     }
     /// Apply an update with time step dt to every particle held, copies included. Fails
-    /// with the lowest-id particle whose new state is not finite.
+    /// with the lowest-id particle whose new state is not finite. The boundary particles of
+    /// moving solids take the moves of the last [`Backend::set_moves`].
     fn update(&mut self, which: Update, dt: f64) -> Result<UpdateStats, Failure>;
+    /// The rigid moves of the moving solids for the next update (one per solid; issue 14),
+    /// from [`crate::motion::moves`]: called before each update of a case with moving
+    /// solids, never otherwise.
+    fn set_moves(&mut self, moves: &[crate::motion::SolidMove]) -> Result<(), Failure>;
     /// Copy the owned particles to the host.
     fn snapshot(&mut self, out: &mut Snapshot) -> Result<(), Failure>;
     /// Copy the conserved state of the owned particles to the host for a checkpoint, in

@@ -2,7 +2,9 @@
 //! derived constants (h, mass, c0, B) computed once.
 
 use crate::config::*;
+use crate::motion::{Damping, Law, Motion, Signal};
 use crate::physics::eos::tait_b;
+use crate::waves::{IrregularWave, IrregularWaveSpec, Paddle, RegularWave, RegularWaveSpec};
 use crate::shape::{Placement, Primitive, Shape};
 use std::path::Path;
 use std::sync::Arc;
@@ -285,6 +287,10 @@ pub struct Case {
     pub obstacles: Vec<Aabb>,
     /// The shape of each obstacle; `None` for an axis-aligned box.
     pub obstacle_shapes: Vec<Option<Arc<Shape>>>,
+    /// Walls and obstacles with a prescribed motion (issue 14), in case order (walls first).
+    pub motions: Vec<Motion>,
+    /// Damping zones.
+    pub damping: Vec<Damping>,
     /// With shapes: the particles of each fluid region and the case's counts, counted once
     /// when the case is checked (a pass over the lattice), which
     /// [`crate::geometry::counts`] returns; `None` for boxes only (counted by arithmetic).
@@ -360,6 +366,195 @@ impl Checker<'_> {
         } else {
             Err(self.err(field, format!("expected a positive number, found {x}")))
         }
+    }
+
+    /// A unit vector from `v` (`len` numbers), refused when zero.
+    fn direction(&self, field: &str, v: &[f64], len: usize) -> Result<[f64; 3], CaseError> {
+        let d = self.vec(field, v, len)?;
+        let n = d.iter().map(|x| x * x).sum::<f64>().sqrt();
+        if n == 0.0 {
+            return Err(self.err(field, "expected a direction, found a zero vector"));
+        }
+        Ok(d.map(|x| x / n))
+    }
+
+    /// A prescribed motion (`motion = {...}` or a list): its laws, composed in order.
+    fn motion(&self, field: &str, v: &toml::Value, g: [f64; 3], base: &Path) -> Result<Vec<Law>, CaseError> {
+        use serde::Deserialize;
+        let one = |field: &str, v: &toml::Value| -> Result<Law, CaseError> {
+            let spec = MotionSpec::deserialize(v.clone()).map_err(|e| self.err(field, e.message().to_string()))?;
+            self.law(field, &spec, g, base)
+        };
+        match v {
+            toml::Value::Array(list) if !list.is_empty() => {
+                list.iter().enumerate().map(|(k, v)| one(&format!("{field}[{k}]"), v)).collect()
+            }
+            toml::Value::Table(_) => Ok(vec![one(field, v)?]),
+            _ => Err(self.err(field, "expected a motion table `{ kind = ... }` or a non-empty list of them")),
+        }
+    }
+
+    /// One law of a motion.
+    fn law(&self, field: &str, spec: &MotionSpec, g: [f64; 3], base: &Path) -> Result<Law, CaseError> {
+        let dim = self.dim;
+        let period = |f: &str, p: f64| self.positive(&format!("{field}.{f}"), p);
+        let finite = |f: &str, x: f64| {
+            if x.is_finite() {
+                Ok(x)
+            } else {
+                Err(self.err(format!("{field}.{f}"), format!("expected a finite number, found {x}")))
+            }
+        };
+        Ok(match spec {
+            MotionSpec::Sinusoid { amplitude, period: p, phase, axis } => Law::Translate {
+                dir: self.direction(&format!("{field}.axis"), axis, dim)?,
+                s: Signal::Sinusoid {
+                    amplitude: finite("amplitude", *amplitude)?,
+                    omega: 2.0 * std::f64::consts::PI / period("period", *p)?,
+                    phase: finite("phase", phase.unwrap_or(0.0))?,
+                },
+            },
+            MotionSpec::Rotation { axis, centre, law } => {
+                let axis = match (dim, axis) {
+                    (2, None) => [0.0, 0.0, 1.0],
+                    (2, Some(_)) => {
+                        return Err(self.err(format!("{field}.axis"), "a 2D case turns about z: leave axis out"))
+                    }
+                    (_, Some(a)) => self.direction(&format!("{field}.axis"), a, 3)?,
+                    (_, None) => return Err(self.err(format!("{field}.axis"), "a 3D rotation needs its axis")),
+                };
+                let centre = self.vec(&format!("{field}.centre"), centre, dim)?;
+                let s = match law {
+                    AngleLaw::Constant { rate } => Signal::Rate(finite("law.rate", *rate)?.to_radians()),
+                    AngleLaw::Sinusoid { amplitude, period: p, phase } => Signal::Sinusoid {
+                        amplitude: finite("law.amplitude", *amplitude)?.to_radians(),
+                        omega: 2.0 * std::f64::consts::PI / period("law.period", *p)?,
+                        phase: finite("law.phase", phase.unwrap_or(0.0))?,
+                    },
+                    AngleLaw::Table { file } => {
+                        let (t, rows) = self.table(&format!("{field}.law.file"), file, base, 1)?;
+                        Signal::Table { t, v: rows.into_iter().map(|r| r[0].to_radians()).collect() }
+                    }
+                };
+                Law::Rotate { axis, centre, s }
+            }
+            MotionSpec::Table { file } => {
+                let (t, rows) = self.table(&format!("{field}.file"), file, base, dim)?;
+                Law::Path { t, d: rows.into_iter().map(|r| std::array::from_fn(|a| r.get(a).copied().unwrap_or(0.0))).collect() }
+            }
+            MotionSpec::Wave { paddle, direction, depth, height, period: p, order, spectrum, hinge, ramp } => {
+                let gm = g.iter().map(|x| x * x).sum::<f64>().sqrt();
+                if gm == 0.0 {
+                    return Err(self.err(field, "a wave paddle needs gravity (physics.body_force)"));
+                }
+                let up = g.map(|x| -x / gm);
+                let dir = self.direction(&format!("{field}.direction"), direction, dim)?;
+                if (0..3).map(|a| dir[a] * up[a]).sum::<f64>().abs() > 1e-9 {
+                    return Err(self.err(format!("{field}.direction"), "waves travel horizontally: the direction must be normal to gravity"));
+                }
+                let depth = self.positive(&format!("{field}.depth"), *depth)?;
+                let kind = match paddle {
+                    PaddleKind::Piston => Paddle::Piston,
+                    PaddleKind::Flap => Paddle::Flap,
+                };
+                let wave = |e: String| self.err(field, e);
+                let s = match (height, p, spectrum) {
+                    (Some(hh), Some(tt), None) => {
+                        let order = order.unwrap_or(1);
+                        let ramp = ramp.unwrap_or(2.0 * tt);
+                        let spec = RegularWaveSpec {
+                            height: *hh,
+                            period: *tt,
+                            depth,
+                            g: gm,
+                            paddle: kind,
+                            order: u8::try_from(order).unwrap_or(u8::MAX),
+                            ramp_time: ramp,
+                            phase: 0.0,
+                        };
+                        Signal::Regular(Box::new(RegularWave::new(spec).map_err(wave)?))
+                    }
+                    (None, None, Some(SpectrumSpec::Jonswap { hs, tp, gamma, components, seed })) => {
+                        if order.is_some_and(|o| o != 1) {
+                            return Err(self.err(format!("{field}.order"), "an irregular sea is generated at first order"));
+                        }
+                        let mut spec = IrregularWaveSpec::jonswap(*hs, *tp, depth, gm);
+                        spec.paddle = kind;
+                        spec.gamma = gamma.unwrap_or(3.3);
+                        spec.components = components.unwrap_or(128);
+                        spec.seed = seed.unwrap_or(1);
+                        spec.ramp_time = ramp.unwrap_or(2.0 * tp);
+                        Signal::Irregular(Box::new(IrregularWave::new(spec).map_err(wave)?))
+                    }
+                    _ => {
+                        return Err(self.err(
+                            field,
+                            "a wave paddle takes either height and period (regular waves) or spectrum (an irregular sea)",
+                        ))
+                    }
+                };
+                match (kind, hinge) {
+                    (Paddle::Piston, None) => Law::Translate { dir, s },
+                    (Paddle::Piston, Some(_)) => {
+                        return Err(self.err(format!("{field}.hinge"), "a piston has no hinge (it is for paddle = \"flap\")"))
+                    }
+                    (Paddle::Flap, None) => {
+                        return Err(self.err(format!("{field}.hinge"), "a flap needs its hinge point (at the bottom)"))
+                    }
+                    (Paddle::Flap, Some(hp)) => {
+                        let hinge = self.vec(&format!("{field}.hinge"), hp, dim)?;
+                        // A positive angle about up × direction moves the flap's top along it.
+                        let axis = crate::motion::cross(up, dir);
+                        Law::Flap { axis, hinge, lever: depth, s }
+                    }
+                }
+            }
+        })
+    }
+
+    /// A CSV table of rows `time, v1..vN` (separated by commas, semicolons or blanks; `#`
+    /// lines and one header row skipped): strictly increasing times from 0, values 0 there.
+    fn table(&self, field: &str, file: &str, base: &Path, n: usize) -> Result<(Vec<f64>, Vec<Vec<f64>>), CaseError> {
+        let path = base.join(file);
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| self.err(field, format!("cannot read {}: {e}", path.display())))?;
+        let (mut t, mut rows) = (Vec::new(), Vec::new());
+        let mut seen = false;
+        for (k, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let cells: Vec<&str> = line.split(|ch: char| ch == ',' || ch == ';' || ch.is_whitespace()).filter(|c| !c.is_empty()).collect();
+            let nums: Result<Vec<f64>, _> = cells.iter().map(|c| c.parse::<f64>()).collect();
+            let at = || format!("{} line {}", path.display(), k + 1);
+            let Ok(nums) = nums else {
+                if !seen {
+                    seen = true; // a header row
+                    continue;
+                }
+                return Err(self.err(field, format!("{}: expected numbers, found `{line}`", at())));
+            };
+            seen = true;
+            if nums.len() != n + 1 || nums.iter().any(|x| !x.is_finite()) {
+                return Err(self.err(field, format!("{}: expected {} finite numbers (time and {n} values), found `{line}`", at(), n + 1)));
+            }
+            if t.last().is_some_and(|&l| nums[0] <= l) {
+                return Err(self.err(field, format!("{}: times must increase, {} follows {}", at(), nums[0], t[t.len() - 1])));
+            }
+            t.push(nums[0]);
+            rows.push(nums[1..].to_vec());
+        }
+        if t.len() < 2 {
+            return Err(self.err(field, format!("{}: expected at least two rows", path.display())));
+        }
+        if t[0] != 0.0 || rows[0].iter().any(|&x| x != 0.0) {
+            return Err(self.err(
+                field,
+                format!("{}: the first row must be at time 0 with zero values (the geometry is where the solid starts)", path.display()),
+            ));
+        }
+        Ok((t, rows))
     }
 
     fn aabb(&self, field: &str, min: &[f64], max: &[f64], dp: f64) -> Result<Aabb, CaseError> {
@@ -781,7 +976,55 @@ impl Case {
             Some(InitialVelocity::TaylorGreen { u0 }) => u0.abs(),
         };
         let front = 2.0 * (g_mag * column).sqrt();
-        let expected_speed = walls.iter().map(|w| norm(&w.velocity)).fold(front.max(initial_speed), f64::max);
+        // Moving solids, now that gravity is known (wave paddles need it).
+        let mut motions = Vec::new();
+        let moving = f.wall.iter().enumerate().map(|(k, w)| (&w.motion, w.velocity.is_some(), Solid::Wall(k), "wall"));
+        let moving =
+            moving.chain(f.obstacle.iter().enumerate().map(|(k, o)| (&o.motion, false, Solid::Obstacle(k), "obstacle")));
+        for (spec, constant, solid, what) in moving {
+            let Some(spec) = spec else { continue };
+            let (k, bbox) = match solid {
+                Solid::Wall(k) => (k, walls[k].outer(dp)),
+                Solid::Obstacle(k) => (k, obstacles[k]),
+            };
+            let field = format!("{what}[{k}].motion");
+            if constant {
+                return Err(c.err(field, "give either velocity (constant) or motion, not both"));
+            }
+            let laws = c.motion(&field, spec, body_force, base)?;
+            // The farthest point of the solid's box from any rotation axis point, for speeds.
+            let corners = (0..8).map(|b| std::array::from_fn::<f64, 3, _>(|a| if b >> a & 1 == 0 { bbox.min[a] } else { bbox.max[a] }));
+            let centres: Vec<[f64; 3]> = laws
+                .iter()
+                .filter_map(|l| match l {
+                    Law::Rotate { centre, .. } => Some(*centre),
+                    Law::Flap { hinge, .. } => Some(*hinge),
+                    _ => None,
+                })
+                .collect();
+            let reach = corners
+                .flat_map(|p| centres.iter().map(move |q| (0..3).map(|a| (p[a] - q[a]).powi(2)).sum::<f64>().sqrt()))
+                .fold(0.0, f64::max);
+            motions.push(Motion { solid, laws, reach });
+        }
+        let mut damping = Vec::new();
+        for (k, z) in f.damping.iter().enumerate() {
+            let field = format!("damping[{k}]");
+            let axis = z.axis.index();
+            if axis >= dim {
+                return Err(c.err(format!("{field}.axis"), format!("the case is {dim}D: no {} axis", AXES[axis])));
+            }
+            if !(z.start.is_finite() && z.end.is_finite() && z.start != z.end) {
+                return Err(c.err(format!("{field}.end"), "start and end must be finite and different"));
+            }
+            let strength = c.positive(&format!("{field}.strength"), z.strength.unwrap_or(10.0))?;
+            damping.push(Damping { axis, start: z.start, end: z.end, strength });
+        }
+        let expected_speed = walls
+            .iter()
+            .map(|w| norm(&w.velocity))
+            .chain(motions.iter().map(Motion::max_speed))
+            .fold(front.max(initial_speed), f64::max);
         let (c0, c0_note) = match (ph.eos.c0, ph.eos.c0_coef) {
             (Some(_), Some(_)) => return Err(c.err("physics.eos", "give either c0 or c0_coef, not both")),
             (Some(c0), None) => (c.positive("physics.eos.c0", c0)?, "given (physics.eos.c0)".to_string()),
@@ -807,7 +1050,7 @@ impl Case {
                 } else if expected_speed == initial_speed {
                     "the initial velocity".to_string()
                 } else {
-                    "a wall's velocity".to_string()
+                    "a moving wall or obstacle".to_string()
                 };
                 (10.0 * expected_speed, format!("10 x the fastest expected flow, {expected_speed:.4} m/s ({why})"))
             }
@@ -1083,6 +1326,13 @@ impl Case {
             }
         };
 
+        if let Some(m) = motions.iter().find(|m| m.rotates()).filter(|_| periodic.iter().any(|&p| p)) {
+            let what = match m.solid {
+                Solid::Wall(k) => format!("wall[{k}].motion"),
+                Solid::Obstacle(k) => format!("obstacle[{k}].motion"),
+            };
+            return Err(c.err(what, "a solid that turns cannot be part of a periodic case"));
+        }
         let mut case = Case {
             name,
             dim,
@@ -1131,6 +1381,8 @@ impl Case {
             walls,
             obstacles,
             obstacle_shapes,
+            motions,
+            damping,
             counted: None,
             initial,
             checkpoint_interval,
@@ -1256,6 +1508,8 @@ impl Case {
             walls,
             obstacles,
             obstacle_shapes,
+            motions,
+            damping,
             counted: _,
             initial,
             checkpoint_interval: _,
@@ -1332,6 +1586,9 @@ impl Case {
             aabb(&mut hs, b);
             shape(&mut hs, s);
         });
+        // Motions and damping zones: their Debug forms hold every number exactly (Rust
+        // prints floats so that they read back the same).
+        hs.str(&format!("{motions:?}")).str(&format!("{damping:?}"));
         match *initial {
             Initial::Constant(v) => hs.str("constant").f64s(&v),
             Initial::TaylorGreen { u0 } => hs.str("taylor_green").f64(u0),

@@ -85,6 +85,9 @@ pub struct CaseFile {
     /// Gauges written to `gauges.csv`.
     #[serde(default)]
     pub gauge: Vec<GaugeSpec>,
+    /// Damping zones (wave absorption).
+    #[serde(default)]
+    pub damping: Vec<DampingSpec>,
     /// Initial velocity of the fluid; default at rest.
     pub initial_velocity: Option<InitialVelocity>,
     /// Periodic checkpoints; default none (a stop signal still writes one).
@@ -636,6 +639,9 @@ shaped! {
         layers: Option<u32>,
         /// Constant velocity of the wall (a moving lid or plate); default at rest.
         velocity: Option<Vec<f64>>,
+        /// Prescribed motion: one law (`{ kind = "sinusoid", ... }`) or a list composed in
+        /// order ([`MotionSpec`]).
+        motion: Option<toml::Value>,
         /// A name a force gauge can use (`on = "NAME"`) besides `wall.INDEX`.
         name: Option<String>,
         /// Shapes other than an axis-aligned box: `outside` (default: a tank, fluid inside)
@@ -649,7 +655,153 @@ shaped! {
     ObstacleBox {
         /// A name a force gauge can use (`on = "NAME"`) besides `obstacle.INDEX`.
         name: Option<String>,
+        /// Prescribed motion: one law (`{ kind = "sinusoid", ... }`) or a list composed in
+        /// order ([`MotionSpec`]).
+        motion: Option<toml::Value>,
     }
+}
+
+/// One law of a wall's or an obstacle's prescribed motion (`motion = {...}` or a list of
+/// them, composed in order). Every law starts at rest where the geometry puts the solid.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum MotionSpec {
+    /// Translation `amplitude (sin(2π t / period + phase) - sin(phase))` along `axis`.
+    Sinusoid {
+        /// Amplitude (m).
+        amplitude: f64,
+        /// Period (s).
+        period: f64,
+        /// Phase (radians); default 0.
+        phase: Option<f64>,
+        /// Direction of the motion (normalised).
+        axis: Vec<f64>,
+    },
+    /// Rotation about the axis through `centre` by the angle `law` gives.
+    Rotation {
+        /// Axis direction (3D; in 2D the rotation is about z and the key is not taken).
+        axis: Option<Vec<f64>>,
+        /// A point of the axis.
+        centre: Vec<f64>,
+        /// The angle against time.
+        law: AngleLaw,
+    },
+    /// Displacement from a CSV file of rows `time, dx, dy[, dz]` (relative to the case file;
+    /// lines starting with `#` and a header row are skipped), linear between rows, held
+    /// after the last; the first row is at t = 0 with zero displacement.
+    Table {
+        /// The CSV file.
+        file: String,
+    },
+    /// A wave-maker paddle (piston or flap) making regular waves (`height`, `period`,
+    /// `order` 1 or 2) or an irregular sea (`spectrum`) in water of `depth`, ramped up over
+    /// `ramp` seconds.
+    Wave {
+        /// `piston` or `flap`.
+        paddle: PaddleKind,
+        /// Horizontal direction the waves travel (normalised).
+        direction: Vec<f64>,
+        /// Still-water depth at the paddle (m).
+        depth: f64,
+        /// Regular waves: wave height (m).
+        height: Option<f64>,
+        /// Regular waves: period (s).
+        period: Option<f64>,
+        /// Regular waves: 1 (default) or 2 (Madsen 1971's second-order piston signal).
+        order: Option<u32>,
+        /// Irregular sea instead of `height` and `period`.
+        spectrum: Option<SpectrumSpec>,
+        /// Flap: a point of the hinge line (at the bottom); the flap turns about the
+        /// horizontal line through it normal to `direction`.
+        hinge: Option<Vec<f64>>,
+        /// Ramp-up time (s); default two periods (regular) or two peak periods.
+        ramp: Option<f64>,
+    },
+}
+
+impl MotionSpec {
+    /// The `kind` key's value.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            MotionSpec::Sinusoid { .. } => "sinusoid",
+            MotionSpec::Rotation { .. } => "rotation",
+            MotionSpec::Table { .. } => "table",
+            MotionSpec::Wave { .. } => "wave",
+        }
+    }
+}
+
+/// A wave paddle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PaddleKind {
+    /// A vertical plate moving along the wave direction.
+    Piston,
+    /// A plate hinged at the bottom.
+    Flap,
+}
+
+/// An irregular sea.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum SpectrumSpec {
+    /// JONSWAP spectrum, components at equally spaced frequencies with seeded random phases.
+    Jonswap {
+        /// Significant wave height (m).
+        hs: f64,
+        /// Peak period (s).
+        tp: f64,
+        /// Peak enhancement factor; default 3.3.
+        gamma: Option<f64>,
+        /// Number of components; default 128.
+        components: Option<usize>,
+        /// Seed of the random phases; default 1.
+        seed: Option<u64>,
+    },
+}
+
+/// The angle of a rotation against time.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum AngleLaw {
+    /// Constant rate.
+    Constant {
+        /// Degrees per second.
+        rate: f64,
+    },
+    /// `amplitude (sin(2π t / period + phase) - sin(phase))`.
+    Sinusoid {
+        /// Degrees.
+        amplitude: f64,
+        /// Period (s).
+        period: f64,
+        /// Phase (radians); default 0.
+        phase: Option<f64>,
+    },
+    /// A CSV file of rows `time, degrees` (relative to the case file), linear between rows,
+    /// held after the last; the first row is at t = 0 with angle 0.
+    Table {
+        /// The CSV file.
+        file: String,
+    },
+}
+
+/// A damping zone (`[[damping]]`): fluid velocities relax towards rest over the zone, as
+/// DualSPHysics' damping zones do, to absorb waves at the end of a flume.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DampingSpec {
+    /// The axis along which the zone ramps up.
+    pub axis: Axis,
+    /// Coordinate where damping starts (none before it).
+    pub start: f64,
+    /// Coordinate where it reaches full strength (it stays full beyond); may be below
+    /// `start` for a zone at the low end.
+    pub end: f64,
+    /// Largest relaxation rate (1/s); default 10. Each full update multiplies a fluid
+    /// particle's velocity by `max(0, 1 - dt strength s²)`, s the position in the zone (0
+    /// to 1).
+    pub strength: Option<f64>,
 }
 
 /// A gauge: one column of `gauges.csv` (a force gauge: one per component).

@@ -13,6 +13,7 @@ pub mod geometry;
 pub mod grid;
 pub mod hash;
 pub mod mesh;
+pub mod motion;
 pub mod physics;
 pub mod shape;
 pub mod step;

@@ -20,6 +20,7 @@ use surge_core::decomp::{Side, SliceMap};
 use surge_core::gauge::{Interpolate, ParticleLoad};
 use surge_core::geometry::Filled;
 use surge_core::grid::Grid;
+use surge_core::motion::SolidMove;
 use surge_core::physics::constants::Constants;
 use surge_core::physics::kernel::{CubicSpline, SmoothingKernel, WendlandC2};
 
@@ -55,6 +56,8 @@ pub struct CpuBackend {
     /// mDBC: the particles whose boundary values the mDBC pass sets, the owned ones and the
     /// copies within the stencil reach of them (those the force pass reads).
     mdbc_range: Range<usize>,
+    /// The moving solids' moves for the next update.
+    moves: Vec<SolidMove>,
     /// Largest values of the force pass so far.
     pass: ForceStats,
     /// Fluid particles dropped since the start because they left the domain.
@@ -106,6 +109,7 @@ impl CpuBackend {
             own: 0..n,
             edges: [0..0, 0..0],
             mdbc_range: 0..0,
+            moves: Vec::new(),
             pass: ForceStats::default(),
             removed: 0,
         };
@@ -343,10 +347,17 @@ impl Backend for CpuBackend {
     }
 
     fn update(&mut self, which: Update, dt: f64) -> Result<UpdateStats, Failure> {
-        let CpuBackend { case, consts, grid, a, pool, .. } = self;
+        let CpuBackend { case, consts, grid, a, pool, moves, .. } = self;
         let shift = (case.shifting != Shifting::None).then_some((consts.shift_ah, consts.shift_threshold));
         let mdbc = case.boundary.is_mdbc();
-        pool.install(|| update::update(grid, a, which, dt, shift, mdbc)).map_err(Failure::Particle)
+        let motions = update::Motions { moves, damping: &case.damping, support: 2.0 * consts.h };
+        pool.install(|| update::update(grid, a, which, dt, shift, mdbc, &motions)).map_err(Failure::Particle)
+    }
+
+    fn set_moves(&mut self, moves: &[SolidMove]) -> Result<(), Failure> {
+        self.moves.clear();
+        self.moves.extend_from_slice(moves);
+        Ok(())
     }
 
     fn snapshot(&mut self, out: &mut Snapshot) -> Result<(), Failure> {

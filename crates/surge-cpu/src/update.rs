@@ -4,10 +4,21 @@ use rayon::prelude::*;
 use surge_core::backend::{BadParticle, Update, UpdateStats};
 use surge_core::buffers::{Kind, ParticleArrays};
 use surge_core::grid::Grid;
+use surge_core::motion::{Damping, SolidMove};
 use surge_core::V3;
 
 /// What one particle's update produced: displacement, speed, and its id when not finite.
 type Moved = (f32, f32, Option<u32>);
+
+/// What moves besides the fluid in an update (issue 14).
+pub(crate) struct Motions<'a> {
+    /// The rigid moves of this update, one per moving solid.
+    pub moves: &'a [SolidMove],
+    /// Damping zones.
+    pub damping: &'a [Damping],
+    /// The mDBC ghost-node reach, 2h (mDBC only).
+    pub support: f32,
+}
 
 /// Apply `which` with time step dt. Fluid particles move with their accelerations; boundary
 /// particles keep their (constant) velocity and only integrate density, never below rho0
@@ -16,6 +27,13 @@ type Moved = (f32, f32, Option<u32>);
 /// With `mdbc` boundary particles keep the density their last mDBC pass gave them (the
 /// stored state is then that of the last force pass, for output and loads; the next pass
 /// sets it anew whatever it is).
+///
+/// `moves` (issue 14) puts the boundary particles of each moving solid where its pose at the
+/// update's end puts them, with that pose's velocity, and turns their wall normals; with
+/// mDBC the mDBC velocity of those too far from the fluid for a ghost node (left alone by
+/// the mDBC pass) follows. `damping` relaxes the velocity of fluid in damping zones at each
+/// full update (not the predictor), by the factor at the particle's position before it.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn update(
     grid: &Grid,
     a: &mut ParticleArrays,
@@ -23,13 +41,30 @@ pub(crate) fn update(
     dt: f64,
     shift: Option<(f32, f32)>,
     mdbc: bool,
+    motions: &Motions,
 ) -> Result<UpdateStats, BadParticle> {
     let dt = dt as f32;
     let half = 0.5 * dt;
-    let ParticleArrays { pos, vel, vel_prev, pos_prev, force, info, shift: grad_c, .. } = a;
-    let grad_c: &[[f32; 4]] = grad_c;
+    let ParticleArrays { pos, vel, vel_prev, pos_prev, force, info, shift: grad_c, cell, .. } = a;
+    let (grad_c, cell): (&[[f32; 4]], &[[i32; 4]]) = (grad_c, cell);
+    let damping = motions.damping;
+    let full = which != Update::Predictor;
+    let moves = motions.moves;
+    // A moving solid's particle: where its pose at the update's end puts the particle that
+    // was at `base` (cell-relative) at the step start, and its velocity there.
+    let solid_at = |i: usize, base: [f32; 4]| -> Option<(V3, V3)> {
+        let mv = moves.iter().find(|mv| mv.holds(info[i][0]))?;
+        let (o, u) = mv.apply(cell[i], base);
+        Some((V3::new(o[0], o[1], o[2]), V3::new(u[0], u[1], u[2])))
+    };
     // Store the new state, shifted when due, and report on it.
     let finish = |i: usize, fluid: bool, pos: &mut [f32; 4], vel: &mut [f32; 4], x1: V3, v1: V3, d1: f32| -> Moved {
+        let v1 = if fluid && full && !damping.is_empty() {
+            let x = grid.absolute(cell[i], *pos);
+            v1 * damping.iter().fold(1.0f32, |f, z| f * z.factor(x[z.axis], dt as f64) as f32)
+        } else {
+            v1
+        };
         let d1 = if fluid {
             d1
         } else if mdbc {
@@ -63,11 +98,13 @@ pub(crate) fn update(
                         *vel_prev = *vel;
                         let (x, v, d) = (V3::from4(*pos), V3::from4(*vel), vel[3]);
                         let v1 = if fluid { v + acc * half } else { v };
-                        finish(i, fluid, pos, vel, x + v * half, v1, d + dd * half)
+                        let (x1, v1) = match fluid { false => solid_at(i, *pos).unwrap_or((x + v * half, v1)), true => (x + v * half, v1) };
+                        finish(i, fluid, pos, vel, x1, v1, d + dd * half)
                     } else {
                         let (x0, v0, d0) = (V3::from4(*pos_prev), V3::from4(*vel_prev), vel_prev[3]);
                         let v1 = if fluid { v0 + acc * dt } else { v0 };
-                        finish(i, fluid, pos, vel, x0 + (v0 + v1) * half, v1, d0 + dd * dt)
+                        let (x1, v1) = match fluid { false => solid_at(i, *pos_prev).unwrap_or((x0 + (v0 + v1) * half, v1)), true => (x0 + (v0 + v1) * half, v1) };
+                        finish(i, fluid, pos, vel, x1, v1, d0 + dd * dt)
                     }
                 })
                 .reduce(|| (0.0, 0.0, None), merge)
@@ -87,22 +124,54 @@ pub(crate) fn update(
                 if fluid {
                     finish(i, fluid, pos, vel, x + v * dt + acc * (half * dt), vb + acc * k, db + dd * k)
                 } else {
-                    finish(i, fluid, pos, vel, x + v * dt, v, db + dd * k)
+                    let (x1, v1) = solid_at(i, *pos).unwrap_or((x + v * dt, v));
+                    finish(i, fluid, pos, vel, x1, v1, db + dd * k)
                 }
             })
             .reduce(|| (0.0, 0.0, None), merge),
     };
     let (disp_max, vel_max, bad) = moved;
     match bad {
-        None => Ok(UpdateStats { disp_max, vel_max }),
+        None => {
+            if !motions.moves.is_empty() && !a.wall.is_empty() {
+                turn_solids(a, mdbc, motions);
+            }
+            Ok(UpdateStats { disp_max, vel_max })
+        }
         Some(id) => {
-            let i = info.iter().position(|x| x[0] == id).expect("bad id exists");
+            let i = a.info.iter().position(|x| x[0] == id).expect("bad id exists");
             Err(BadParticle {
                 id,
                 pos: grid.absolute(a.cell[i], a.pos[i]),
                 reason: "has a non-finite velocity, position or density",
             })
         }
+    }
+}
+
+/// After an update with moving solids: the wall normals of their boundary particles turn
+/// with them and, with mDBC, the mDBC velocity of those too far from the fluid for a ghost
+/// node (which the mDBC pass leaves alone) follows their new velocity.
+fn turn_solids(a: &mut ParticleArrays, mdbc: bool, m: &Motions) {
+    let ParticleArrays { vel, info, wall, mdbc: mdbc_vel, .. } = a;
+    let (info, vel): (&[[u32; 2]], &[[f32; 4]]) = (info, vel);
+    let support = m.support;
+    let solid = |i: usize| m.moves.iter().find(|mv| info[i][1] != Kind::Fluid as u32 && mv.holds(info[i][0]));
+    if mdbc {
+        wall.par_iter_mut().zip(mdbc_vel.par_iter_mut()).enumerate().for_each(|(i, (w, md))| {
+            if let Some(mv) = solid(i) {
+                *w = mv.turn(*w);
+                if !(w[3] > 0.0 && w[3] < support) {
+                    *md = [vel[i][0], vel[i][1], vel[i][2], md[3]];
+                }
+            }
+        });
+    } else {
+        wall.par_iter_mut().enumerate().for_each(|(i, w)| {
+            if let Some(mv) = solid(i) {
+                *w = mv.turn(*w);
+            }
+        });
     }
 }
 

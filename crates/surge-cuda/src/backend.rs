@@ -24,6 +24,7 @@ use surge_core::decomp::{Side, SliceMap};
 use surge_core::gauge::{height_intervals, Interpolate, ParticleLoad};
 use surge_core::geometry::Filled;
 use surge_core::grid::Grid;
+use surge_core::motion::{SolidMove, MOVE_LEN};
 use surge_core::physics::constants::Constants;
 
 mod mdbc;
@@ -180,6 +181,9 @@ pub struct CudaBackend {
     /// inputs, one for outputs, so both can appear in one launch.
     dummy: CudaSlice<u32>,
     dummy_out: CudaSlice<u32>,
+    /// The moving solids' moves of the next update (36 doubles each) and their number.
+    moves: CudaSlice<f64>,
+    nmoves: i32,
     host_pos: PinnedHostSlice<u32>,
     host_vel: PinnedHostSlice<u32>,
     host_cell: PinnedHostSlice<u32>,
@@ -526,6 +530,10 @@ impl CudaBackend {
             counters: zeros(4, "counters")?,
             dummy: zeros(4, "placeholder")?,
             dummy_out: zeros(4, "placeholder")?,
+            moves: stream
+                .alloc_zeros::<f64>(MOVE_LEN * case.motions.len().max(1))
+                .map_err(|e| fail("allocating the moving solids' table", e))?,
+            nmoves: 0,
             host_pos: pinned(&ctx, 4 * cap)?,
             host_vel: pinned(&ctx, 4 * cap)?,
             host_cell: pinned(&ctx, 4 * cap)?,
@@ -1219,6 +1227,11 @@ impl CudaBackend {
                 stats,
                 dummy,
                 dummy_out,
+                cell,
+                wall,
+                mdbc,
+                moves,
+                nmoves,
                 ..
             } = self;
             let mut b = stream.launch_builder(&k.update);
@@ -1227,9 +1240,20 @@ impl CudaBackend {
                 Some(p) => b.arg(p),
                 None => b.arg(dummy_out),
             };
-            b.arg(&*force).arg(&*info).arg(shift.as_ref().unwrap_or(dummy)).arg(stats);
+            b.arg(&*force).arg(&*info).arg(shift.as_ref().unwrap_or(dummy)).arg(stats).arg(&*cell);
+            match wall.as_mut() {
+                Some(w) => b.arg(w),
+                None => b.arg(&*dummy),
+            };
+            match mdbc.as_mut() {
+                Some(m) => b.arg(m),
+                None => b.arg(&*dummy),
+            };
+            b.arg(&*nmoves).arg(&*moves);
             // SAFETY: argument types match update_kernel; pos_prev is used only by the
-            // symplectic updates, which allocate it.
+            // symplectic updates, which allocate it; wall and mdbc only where the case
+            // allocates them (MOTION with laminar viscosity or mDBC; mDBC); moves holds
+            // nmoves entries.
             unsafe { b.launch(cfg(self.n)) }.map_err(|e| fail("update_kernel", e))?;
         }
         let s = self.read_stats("update_kernel")?;
@@ -1857,6 +1881,18 @@ impl Backend for CudaBackend {
     fn update(&mut self, which: Update, dt: f64) -> Result<UpdateStats, Failure> {
         self.bind()?;
         self.try_update(which, dt)
+    }
+
+    fn set_moves(&mut self, moves: &[SolidMove]) -> Result<(), Failure> {
+        self.bind()?;
+        let words: &[f64] = bytemuck::cast_slice(moves);
+        if words.len() > self.moves.len() {
+            return Err(Failure::Device(format!("{} moving solids for a table of {}", moves.len(), self.moves.len() / MOVE_LEN)));
+        }
+        let what = "uploading the moving solids' moves";
+        self.stream.memcpy_htod(words, &mut self.moves.slice_mut(0..words.len())).map_err(|e| Failure::Device(fail(what, e)))?;
+        self.nmoves = moves.len() as i32;
+        Ok(())
     }
 
     fn snapshot(&mut self, out: &mut Snapshot) -> Result<(), Failure> {

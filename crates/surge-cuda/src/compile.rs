@@ -122,6 +122,21 @@ pub fn defines(case: &Case, grid: &Grid) -> BTreeMap<&'static str, String> {
     d.insert("MDBC_DET_MIN", format!("{:e}", surge_core::physics::mdbc::DET_MIN));
     d.insert("MDBC_SHEPARD_MIN", lit(surge_core::physics::mdbc::SHEPARD_MIN));
     d.insert("SCHEME", if case.scheme == Scheme::Symplectic { "1" } else { "2" }.into());
+    // Moving solids (their moves come as a table with each update) and damping zones (a
+    // table of doubles, printed so that they read back exactly).
+    d.insert("MOTION", u8::from(!case.motions.is_empty()).to_string());
+    d.insert("DAMPING", case.damping.len().to_string());
+    if !case.damping.is_empty() {
+        let rows: Vec<String> = case
+            .damping
+            .iter()
+            .map(|z| {
+                let a = z.axis;
+                format!("{{{:?}, {:?}, {:?}, {:?}, {:?}, {:?}}}", a as f64, grid.origin[a], grid.cell[a], z.start, z.end, z.strength)
+            })
+            .collect();
+        d.insert("DAMPING_ZONES", format!("{{{}}}", rows.join(", ")));
+    }
     for a in 0..3 {
         d.insert(["CSX", "CSY", "CSZ"][a], lit(grid.cell[a] as f32));
         d.insert(["NX", "NY", "NZ"][a], grid.n[a].to_string());

@@ -110,6 +110,10 @@ pub(crate) struct Worker {
     /// How each neighbour is reached: None until the first rebuild decides it
     /// ([`Worker::decide_links`]), then fixed (neighbours never change).
     links: Option<[Link; 2]>,
+    /// The global ids of each moving solid's particles (`case.motions` order).
+    solid_ids: Vec<std::ops::Range<u32>>,
+    /// The moving solids' moves of the current update, reused.
+    solid_moves: Vec<surge_core::motion::SolidMove>,
 }
 
 impl Worker {
@@ -137,6 +141,8 @@ impl Worker {
             peer_failed: false,
             edge_buf: [Vec::new(), Vec::new()],
             links: None,
+            solid_ids: case.motions.iter().map(|m| surge_core::geometry::solid_ids(case, m.solid)).collect(),
+            solid_moves: Vec::new(),
         }
     }
 
@@ -515,6 +521,14 @@ impl Worker {
                 }
                 Stage::Update(u) => {
                     let t0 = Instant::now();
+                    if !self.case.motions.is_empty() {
+                        // Every device computes the same moves from the same clock.
+                        let mut mv = std::mem::take(&mut self.solid_moves);
+                        let grid = self.backend.grid();
+                        surge_core::motion::moves(&self.case.motions, &self.solid_ids, grid, u, c.time, dt, &mut mv);
+                        self.call(|b| b.set_moves(&mv));
+                        self.solid_moves = mv;
+                    }
                     if let Some(s) = self.call(|b| b.update(u, dt)) {
                         disp += s.disp_max as f64;
                     }
