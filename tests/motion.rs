@@ -66,11 +66,18 @@ fn moving_solids_are_where_their_poses_put_them_at_every_step() {
                         m.solid,
                         steps
                     );
-                    assert!(verr <= 1e-6 * speed, "{scheme}, step {steps}: particle {id}: velocity {:?} vs {v:?}", now.vel[i]);
+                    assert!(
+                        verr <= 1e-6 * speed,
+                        "{scheme}, step {steps}: particle {id}: velocity {:?} vs {v:?}",
+                        now.vel[i]
+                    );
                 }
             }
         }
-        println!("{scheme}: {steps} steps, largest position error {:.2e} m, velocity {:.2e} of the top speed", worst.0, worst.1);
+        println!(
+            "{scheme}: {steps} steps, largest position error {:.2e} m, velocity {:.2e} of the top speed",
+            worst.0, worst.1
+        );
         assert!(steps > 100);
     }
 }
@@ -84,7 +91,12 @@ fn moving_solids_are_bitwise_the_same_on_1_2_and_3_devices() {
     // The square reaches past x = 0.6 and back to 0.3: across the cuts of 2 and 3 slices.
     let square = solid_ids(&case, Solid::Obstacle(1));
     let xs: Vec<f64> = by_id(&reference).pos[square.start as usize..square.end as usize].iter().map(|p| p[0]).collect();
-    println!("square at t = {:.3}: x from {:.3} to {:.3}", one.time(), xs.iter().cloned().fold(f64::MAX, f64::min), xs.iter().cloned().fold(f64::MIN, f64::max));
+    println!(
+        "square at t = {:.3}: x from {:.3} to {:.3}",
+        one.time(),
+        xs.iter().cloned().fold(f64::MAX, f64::min),
+        xs.iter().cloned().fold(f64::MIN, f64::max)
+    );
     for n in [2, 3] {
         let mut many = sim_devices(&case, n);
         run_to(&mut many, case.end_time);

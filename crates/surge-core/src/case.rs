@@ -4,8 +4,8 @@
 use crate::config::*;
 use crate::motion::{Damping, Law, Motion, Signal};
 use crate::physics::eos::tait_b;
-use crate::waves::{IrregularWave, IrregularWaveSpec, Paddle, RegularWave, RegularWaveSpec};
 use crate::shape::{Placement, Primitive, Shape};
+use crate::waves::{IrregularWave, IrregularWaveSpec, Paddle, RegularWave, RegularWaveSpec};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -440,7 +440,10 @@ impl Checker<'_> {
             }
             MotionSpec::Table { file } => {
                 let (t, rows) = self.table(&format!("{field}.file"), file, base, dim)?;
-                Law::Path { t, d: rows.into_iter().map(|r| std::array::from_fn(|a| r.get(a).copied().unwrap_or(0.0))).collect() }
+                Law::Path {
+                    t,
+                    d: rows.into_iter().map(|r| std::array::from_fn(|a| r.get(a).copied().unwrap_or(0.0))).collect(),
+                }
             }
             MotionSpec::Wave { paddle, direction, depth, height, period: p, order, spectrum, hinge, ramp } => {
                 let gm = g.iter().map(|x| x * x).sum::<f64>().sqrt();
@@ -450,7 +453,10 @@ impl Checker<'_> {
                 let up = g.map(|x| -x / gm);
                 let dir = self.direction(&format!("{field}.direction"), direction, dim)?;
                 if (0..3).map(|a| dir[a] * up[a]).sum::<f64>().abs() > 1e-9 {
-                    return Err(self.err(format!("{field}.direction"), "waves travel horizontally: the direction must be normal to gravity"));
+                    return Err(self.err(
+                        format!("{field}.direction"),
+                        "waves travel horizontally: the direction must be normal to gravity",
+                    ));
                 }
                 let depth = self.positive(&format!("{field}.depth"), *depth)?;
                 let kind = match paddle {
@@ -476,7 +482,9 @@ impl Checker<'_> {
                     }
                     (None, None, Some(SpectrumSpec::Jonswap { hs, tp, gamma, components, seed })) => {
                         if order.is_some_and(|o| o != 1) {
-                            return Err(self.err(format!("{field}.order"), "an irregular sea is generated at first order"));
+                            return Err(
+                                self.err(format!("{field}.order"), "an irregular sea is generated at first order")
+                            );
                         }
                         let mut spec = IrregularWaveSpec::jonswap(*hs, *tp, depth, gm);
                         spec.paddle = kind;
@@ -486,17 +494,17 @@ impl Checker<'_> {
                         spec.ramp_time = ramp.unwrap_or(2.0 * tp);
                         Signal::Irregular(Box::new(IrregularWave::new(spec).map_err(wave)?))
                     }
-                    _ => {
-                        return Err(self.err(
-                            field,
-                            "a wave paddle takes either height and period (regular waves) or spectrum (an irregular sea)",
-                        ))
-                    }
+                    _ => return Err(self.err(
+                        field,
+                        "a wave paddle takes either height and period (regular waves) or spectrum (an irregular sea)",
+                    )),
                 };
                 match (kind, hinge) {
                     (Paddle::Piston, None) => Law::Translate { dir, s },
                     (Paddle::Piston, Some(_)) => {
-                        return Err(self.err(format!("{field}.hinge"), "a piston has no hinge (it is for paddle = \"flap\")"))
+                        return Err(
+                            self.err(format!("{field}.hinge"), "a piston has no hinge (it is for paddle = \"flap\")")
+                        )
                     }
                     (Paddle::Flap, None) => {
                         return Err(self.err(format!("{field}.hinge"), "a flap needs its hinge point (at the bottom)"))
@@ -525,7 +533,8 @@ impl Checker<'_> {
             if line.is_empty() || line.starts_with('#') {
                 continue;
             }
-            let cells: Vec<&str> = line.split(|ch: char| ch == ',' || ch == ';' || ch.is_whitespace()).filter(|c| !c.is_empty()).collect();
+            let cells: Vec<&str> =
+                line.split(|ch: char| ch == ',' || ch == ';' || ch.is_whitespace()).filter(|c| !c.is_empty()).collect();
             let nums: Result<Vec<f64>, _> = cells.iter().map(|c| c.parse::<f64>()).collect();
             let at = || format!("{} line {}", path.display(), k + 1);
             let Ok(nums) = nums else {
@@ -537,10 +546,15 @@ impl Checker<'_> {
             };
             seen = true;
             if nums.len() != n + 1 || nums.iter().any(|x| !x.is_finite()) {
-                return Err(self.err(field, format!("{}: expected {} finite numbers (time and {n} values), found `{line}`", at(), n + 1)));
+                return Err(self.err(
+                    field,
+                    format!("{}: expected {} finite numbers (time and {n} values), found `{line}`", at(), n + 1),
+                ));
             }
             if t.last().is_some_and(|&l| nums[0] <= l) {
-                return Err(self.err(field, format!("{}: times must increase, {} follows {}", at(), nums[0], t[t.len() - 1])));
+                return Err(
+                    self.err(field, format!("{}: times must increase, {} follows {}", at(), nums[0], t[t.len() - 1]))
+                );
             }
             t.push(nums[0]);
             rows.push(nums[1..].to_vec());
@@ -551,7 +565,10 @@ impl Checker<'_> {
         if t[0] != 0.0 || rows[0].iter().any(|&x| x != 0.0) {
             return Err(self.err(
                 field,
-                format!("{}: the first row must be at time 0 with zero values (the geometry is where the solid starts)", path.display()),
+                format!(
+                    "{}: the first row must be at time 0 with zero values (the geometry is where the solid starts)",
+                    path.display()
+                ),
             ));
         }
         Ok((t, rows))
@@ -979,8 +996,8 @@ impl Case {
         // Moving solids, now that gravity is known (wave paddles need it).
         let mut motions = Vec::new();
         let moving = f.wall.iter().enumerate().map(|(k, w)| (&w.motion, w.velocity.is_some(), Solid::Wall(k), "wall"));
-        let moving =
-            moving.chain(f.obstacle.iter().enumerate().map(|(k, o)| (&o.motion, false, Solid::Obstacle(k), "obstacle")));
+        let moving = moving
+            .chain(f.obstacle.iter().enumerate().map(|(k, o)| (&o.motion, false, Solid::Obstacle(k), "obstacle")));
         for (spec, constant, solid, what) in moving {
             let Some(spec) = spec else { continue };
             let (k, bbox) = match solid {
@@ -993,7 +1010,8 @@ impl Case {
             }
             let laws = c.motion(&field, spec, body_force, base)?;
             // The farthest point of the solid's box from any rotation axis point, for speeds.
-            let corners = (0..8).map(|b| std::array::from_fn::<f64, 3, _>(|a| if b >> a & 1 == 0 { bbox.min[a] } else { bbox.max[a] }));
+            let corners = (0..8)
+                .map(|b| std::array::from_fn::<f64, 3, _>(|a| if b >> a & 1 == 0 { bbox.min[a] } else { bbox.max[a] }));
             let centres: Vec<[f64; 3]> = laws
                 .iter()
                 .filter_map(|l| match l {

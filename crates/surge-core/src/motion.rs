@@ -365,7 +365,8 @@ impl SolidMove {
         let mut out = ([0.0f32; 3], [0.0f32; 3]);
         let q: [f64; 3] = std::array::from_fn(|k| self.q0[k] + c[k] as f64 * self.cell[k]);
         let s: [f64; 3] = std::array::from_fn(|k| q[k] + o[k] as f64);
-        let r: [f64; 3] = std::array::from_fn(|k| self.m[3 * k] * s[0] + self.m[3 * k + 1] * s[1] + self.m[3 * k + 2] * s[2]);
+        let r: [f64; 3] =
+            std::array::from_fn(|k| self.m[3 * k] * s[0] + self.m[3 * k + 1] * s[1] + self.m[3 * k + 2] * s[2]);
         let w = self.omega;
         let v = add(self.vel, cross(w, r));
         for k in 0..3 {

@@ -98,12 +98,18 @@ pub(crate) fn update(
                         *vel_prev = *vel;
                         let (x, v, d) = (V3::from4(*pos), V3::from4(*vel), vel[3]);
                         let v1 = if fluid { v + acc * half } else { v };
-                        let (x1, v1) = match fluid { false => solid_at(i, *pos).unwrap_or((x + v * half, v1)), true => (x + v * half, v1) };
+                        let (x1, v1) = match fluid {
+                            false => solid_at(i, *pos).unwrap_or((x + v * half, v1)),
+                            true => (x + v * half, v1),
+                        };
                         finish(i, fluid, pos, vel, x1, v1, d + dd * half)
                     } else {
                         let (x0, v0, d0) = (V3::from4(*pos_prev), V3::from4(*vel_prev), vel_prev[3]);
                         let v1 = if fluid { v0 + acc * dt } else { v0 };
-                        let (x1, v1) = match fluid { false => solid_at(i, *pos_prev).unwrap_or((x0 + (v0 + v1) * half, v1)), true => (x0 + (v0 + v1) * half, v1) };
+                        let (x1, v1) = match fluid {
+                            false => solid_at(i, *pos_prev).unwrap_or((x0 + (v0 + v1) * half, v1)),
+                            true => (x0 + (v0 + v1) * half, v1),
+                        };
                         finish(i, fluid, pos, vel, x1, v1, d0 + dd * dt)
                     }
                 })

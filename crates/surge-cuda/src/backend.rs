@@ -1887,10 +1887,16 @@ impl Backend for CudaBackend {
         self.bind()?;
         let words: &[f64] = bytemuck::cast_slice(moves);
         if words.len() > self.moves.len() {
-            return Err(Failure::Device(format!("{} moving solids for a table of {}", moves.len(), self.moves.len() / MOVE_LEN)));
+            return Err(Failure::Device(format!(
+                "{} moving solids for a table of {}",
+                moves.len(),
+                self.moves.len() / MOVE_LEN
+            )));
         }
         let what = "uploading the moving solids' moves";
-        self.stream.memcpy_htod(words, &mut self.moves.slice_mut(0..words.len())).map_err(|e| Failure::Device(fail(what, e)))?;
+        self.stream
+            .memcpy_htod(words, &mut self.moves.slice_mut(0..words.len()))
+            .map_err(|e| Failure::Device(fail(what, e)))?;
         self.nmoves = moves.len() as i32;
         Ok(())
     }

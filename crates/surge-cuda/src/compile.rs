@@ -132,7 +132,10 @@ pub fn defines(case: &Case, grid: &Grid) -> BTreeMap<&'static str, String> {
             .iter()
             .map(|z| {
                 let a = z.axis;
-                format!("{{{:?}, {:?}, {:?}, {:?}, {:?}, {:?}}}", a as f64, grid.origin[a], grid.cell[a], z.start, z.end, z.strength)
+                format!(
+                    "{{{:?}, {:?}, {:?}, {:?}, {:?}, {:?}}}",
+                    a as f64, grid.origin[a], grid.cell[a], z.start, z.end, z.strength
+                )
             })
             .collect();
         d.insert("DAMPING_ZONES", format!("{{{}}}", rows.join(", ")));
