@@ -29,7 +29,8 @@ const QUICK_MAX_PARTICLES: usize = 30_000;
 fn quick_overrides(stem: &str) -> (Vec<String>, u64) {
     match stem {
         "dam_break_3d" | "spheric_test2" => (vec!["dp=0.08".into()], 10),
-        "dam_break_pier_3d" => (vec!["dp=0.04".into()], 10),
+        "dam_break_pier_3d" | "dam_break_breakwater_3d" => (vec!["dp=0.04".into()], 10),
+        "wave_flume_2d" => (vec!["dp=0.02".into()], 20),
         _ => (vec![], 20),
     }
 }
@@ -66,6 +67,13 @@ const BROKEN: &[(&str, &[&str])] = &[
     ("negative_checkpoint_interval.toml", &["field `checkpoint.interval`", "positive", "-0.05"]),
     ("checkpoint_keep_zero.toml", &["field `checkpoint.keep`", "at least 1"]),
     ("missing_mesh_file.toml", &["field `wall[0].file`", "cannot read", "geometry/no_such_tank.stl"]),
+    (
+        "motion_unknown_kind.toml",
+        &["field `obstacle[0].motion`", "unknown variant `oscillate`", "`sinusoid`", "`wave`"],
+    ),
+    ("wave_height_and_spectrum.toml", &["field `obstacle[0].motion`", "either height and period", "or spectrum"]),
+    ("motion_table_missing.toml", &["field `obstacle[0].motion.file`", "cannot read", "no_such_motion.csv"]),
+    ("velocity_and_motion.toml", &["field `wall[0].motion`", "either velocity (constant) or motion"]),
 ];
 
 // ---------------------------------------------------------------------------------------------

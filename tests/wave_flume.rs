@@ -87,8 +87,10 @@ impl Records {
     /// The paddle's regular wave, as the case built it.
     fn wave(&self) -> RegularWave {
         match self.case.motions.first().and_then(|m| m.laws.first()) {
-            Some(Law::Translate { s: Signal::Regular(w), .. }) => (**w).clone(),
-            other => panic!("the flume's first moving solid is not a regular-wave piston: {other:?}"),
+            Some(Law::Translate { s: Signal::Regular(w), .. } | Law::Flap { s: Signal::Regular(w), .. }) => {
+                (**w).clone()
+            }
+            other => panic!("the flume's first moving solid is not a regular-wave paddle: {other:?}"),
         }
     }
 }
