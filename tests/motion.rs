@@ -19,6 +19,7 @@ use surge_core::buffers::ParticleState;
 use surge_core::case::Solid;
 use surge_core::geometry::solid_ids;
 use surge_core::Case;
+
 use surge_runtime::Simulation;
 
 fn moving(overrides: &[&str]) -> Case {
@@ -164,4 +165,55 @@ on = "piston"
     assert!(((level - level0) - rise).abs() <= 0.1 * case.dp, "rise {} vs {rise}", level - level0);
     let load = 0.5 * case.rho0 * 9.81 * level * level;
     assert!((-fx - load).abs() <= 0.02 * load, "piston load {fx} N/m vs ½ρgh² = {load}");
+}
+
+/// Tables of displacements and angles (`kind = "table"`, a rotation's `law = {kind =
+/// "table"}`) are read relative to the case file, interpolated linearly and held after the
+/// last row (exact: the values are sums of a few float64); bad tables are refused naming the
+/// file, the line and what is expected.
+#[test]
+fn motion_tables_are_read_interpolated_and_checked() {
+    let dir = TempDir::new("motion-tables");
+    let text = std::fs::read_to_string(repo_file("tests/cases/moving_2d.toml")).unwrap();
+    let cut = text.find("[[obstacle]]        # a square").expect("the square's table");
+    let case_with = |piston_motion: &str| -> Result<Case, String> {
+        let t = text[..cut].replace(
+            "motion = { kind = \"sinusoid\", amplitude = 0.02, period = 10.0, phase = -1.5707963267948966, axis = [1.0, 0.0] }",
+            piston_motion,
+        );
+        assert_ne!(t, text[..cut], "the piston's motion line");
+        let path = dir.join("case.toml");
+        std::fs::write(&path, t).unwrap();
+        Case::from_file(&path, &[]).map_err(|e| e.to_string())
+    };
+    std::fs::write(dir.join("path.csv"), "time, dx, dy\n0, 0, 0\n0.5, 0.01, 0.0\n1.5, 0.03, -0.01\n").unwrap();
+    std::fs::write(dir.join("angle.csv"), "# time, degrees\n0 0\n1 10\n").unwrap();
+    let case = case_with(
+        "motion = [{ kind = \"table\", file = \"path.csv\" }, { kind = \"rotation\", centre = [0.0, 0.0], law = { kind = \"table\", file = \"angle.csv\" } }]",
+    )
+    .unwrap();
+    let m = &case.motions[0];
+    // At t = 1: displaced by (0.02, -0.005) (halfway along the second row pair), then turned
+    // by 10 degrees about the origin.
+    let p = m.pose(1.0);
+    let (s, c) = 10f64.to_radians().sin_cos();
+    let x0 = [0.0, 0.25, 0.0];
+    let moved = [0.0 + 0.02, 0.25 - 0.005];
+    let want = [c * moved[0] - s * moved[1], s * moved[0] + c * moved[1]];
+    let got = p.apply(x0);
+    assert!((got[0] - want[0]).abs() < 1e-15 && (got[1] - want[1]).abs() < 1e-15, "{got:?} vs {want:?}");
+    // Held after the last rows: at rest.
+    let late = m.pose(9.0);
+    assert_eq!((late.vel, late.omega), ([0.0; 3], [0.0; 3]));
+    let bad = [
+        ("0, 0, 0\n1, 0.01\n", "line 2: expected 3 finite numbers"),
+        ("0, 0, 0\n1, 0.01, 0\n1, 0.02, 0\n", "times must increase"),
+        ("0, 0.01, 0\n1, 0.02, 0\n", "the first row must be at time 0 with zero values"),
+        ("0, 0, 0\n", "at least two rows"),
+    ];
+    for (csv, says) in bad {
+        std::fs::write(dir.join("path.csv"), csv).unwrap();
+        let e = case_with("motion = { kind = \"table\", file = \"path.csv\" }").unwrap_err();
+        assert!(e.contains("field `obstacle[0].motion.file`") && e.contains("path.csv") && e.contains(says), "{e}");
+    }
 }
