@@ -24,7 +24,7 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | 
 [ -n "${SURGE_FLUME_DP:-}" ] && echo "SURGE_FLUME_DP=$SURGE_FLUME_DP"
 status=()
 for t in regular_waves_have_the_height_and_period_asked the_damping_zone_reflects_little \
-    second_order_generation_removes_the_free_second_harmonic; do
+    second_order_generation_removes_the_free_second_harmonic an_irregular_sea_follows_its_spectrum_wave_by_wave; do
     echo "=== $t"
     start=$SECONDS
     if SURGE_TEST_BACKEND=cuda "$bin/wave_flume" --ignored --nocapture --test-threads 1 --exact "$t" \
@@ -43,3 +43,4 @@ grep -h "mean H = " "$logs/regular_waves_have_the_height_and_period_asked.log" 2
 grep -h "Kr = " "$logs/the_damping_zone_reflects_little.log" 2>/dev/null | sed 's/, window .*(\([0-9]* periods\)): / (\1): /'
 grep -h ": window .*free \|mean free second harmonic" \
     "$logs/second_order_generation_removes_the_free_second_harmonic.log" 2>/dev/null | sed 's/: first harmonic .* free /: free /'
+grep -h "correlation" "$logs/an_irregular_sea_follows_its_spectrum_wave_by_wave.log" 2>/dev/null

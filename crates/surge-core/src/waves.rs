@@ -408,7 +408,8 @@ pub struct Component {
     pub k: f64,
     /// Wave amplitude a = sqrt(2 S(f) Δf) (m), S rescaled so that 4 sqrt(m0) = Hs.
     pub amplitude: f64,
-    /// Paddle amplitude `a · 2 / (H/S)(kd)` (m): half this component's stroke.
+    /// Paddle amplitude `a / (H/S)(kd)` (m): half the stroke S = 2a / (H/S)(kd) that makes
+    /// waves of this component's height 2a.
     pub paddle_amplitude: f64,
     /// Random phase φ in [0, 2π) (rad).
     pub phase: f64,
@@ -466,7 +467,7 @@ impl IrregularWave {
             let k = wave_number(omega, spec.depth, spec.g);
             let amplitude = (2.0 * s * scale * df).sqrt();
             let ratio = spec.paddle.ratio(k * spec.depth);
-            let paddle_amplitude = 2.0 * amplitude / ratio;
+            let paddle_amplitude = amplitude / ratio;
             if !paddle_amplitude.is_finite() {
                 return Err(format!("the paddle amplitude at f = {frequency} Hz is not finite"));
             }
@@ -1041,9 +1042,22 @@ mod tests {
             assert!((w.df() - 2.5 / 1.5 / 200.0).abs() < 1e-15);
             assert!((c[0].frequency - (0.5 / 1.5 + 0.5 * w.df())).abs() < 1e-15);
             assert!((c[199].frequency - (3.0 / 1.5 - 0.5 * w.df())).abs() < 1e-12);
-            // Paddle amplitude = 2 a / (H/S)(kd).
+            // Paddle amplitude = half the stroke of the regular wave of height 2a and the
+            // component's period (so that each component is the regular wave it stands for).
             for c in c {
-                assert!((c.paddle_amplitude - 2.0 * c.amplitude / piston_literal(c.k * 0.6)).abs() < 1e-15);
+                assert!((c.paddle_amplitude - c.amplitude / piston_literal(c.k * 0.6)).abs() < 1e-15);
+                let regular = RegularWave::new(RegularWaveSpec {
+                    height: 2.0 * c.amplitude,
+                    period: 1.0 / c.frequency,
+                    depth: 0.6,
+                    g: 9.81,
+                    paddle: Paddle::Piston,
+                    order: 1,
+                    ramp_time: 0.0,
+                    phase: 0.0,
+                })
+                .unwrap();
+                assert!((c.paddle_amplitude - 0.5 * regular.stroke()).abs() < 1e-12 * regular.stroke(), "{c:?}");
             }
         }
         // DNV's A_γ normalises the continuous spectrum to Hs²/16: exactly at γ = 1 (to the
