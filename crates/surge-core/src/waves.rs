@@ -122,6 +122,13 @@ pub fn ramp(t: f64, ramp_time: f64) -> (f64, f64) {
     (0.5 * (1.0 - c), 0.5 * PI / ramp_time * s)
 }
 
+/// A signal `(s, s')` at time t under the start-up [`ramp`]: `(r s, r' s + r s')`, the
+/// ramped value and its exact derivative.
+fn ramped(t: f64, ramp_time: f64, (s, ds): (f64, f64)) -> (f64, f64) {
+    let (r, dr) = ramp(t, ramp_time);
+    (r * s, dr * s + r * ds)
+}
+
 /// The kind of wave paddle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Paddle {
@@ -252,16 +259,13 @@ impl RegularWave {
     /// `X(t) = r(t) [(S/2) sin(ω t + φ) + A2 sin(2 (ω t + φ))]`, r the [`ramp`] and A2
     /// [`Self::second_amplitude`] (Madsen 1971). 0 at t = 0 when φ = 0 or a ramp is set.
     pub fn displacement(&self, t: f64) -> f64 {
-        let (r, _) = ramp(t, self.spec.ramp_time);
-        r * self.signal(t).0
+        ramped(t, self.spec.ramp_time, self.signal(t)).0
     }
 
     /// Paddle velocity (m/s) at time t, the exact derivative of [`Self::displacement`]:
     /// `r'(t) s(t) + r(t) s'(t)`, s the unramped signal.
     pub fn velocity(&self, t: f64) -> f64 {
-        let (r, dr) = ramp(t, self.spec.ramp_time);
-        let (s, ds) = self.signal(t);
-        dr * s + r * ds
+        ramped(t, self.spec.ramp_time, self.signal(t)).1
     }
 
     /// An upper bound of |[`Self::velocity`]| over all t:
@@ -511,16 +515,13 @@ impl IrregularWave {
     /// Paddle displacement at the still-water level (m) at time t:
     /// `X(t) = r(t) Σ p_i sin(ω_i t + φ_i)`, p_i the paddle amplitudes, r the [`ramp`].
     pub fn displacement(&self, t: f64) -> f64 {
-        let (r, _) = ramp(t, self.spec.ramp_time);
-        r * self.signal(t).0
+        ramped(t, self.spec.ramp_time, self.signal(t)).0
     }
 
     /// Paddle velocity (m/s) at time t, the exact derivative of [`Self::displacement`]:
     /// `r'(t) s(t) + r(t) s'(t)`.
     pub fn velocity(&self, t: f64) -> f64 {
-        let (r, dr) = ramp(t, self.spec.ramp_time);
-        let (s, ds) = self.signal(t);
-        dr * s + r * ds
+        ramped(t, self.spec.ramp_time, self.signal(t)).1
     }
 
     /// An upper bound of |[`Self::velocity`]| over all t: `Σ p_i (ω_i + π / (2 ramp_time))`
