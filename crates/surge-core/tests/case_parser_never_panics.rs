@@ -7,6 +7,11 @@ use surge_core::Case;
 
 /// The shipped configs, read when the test runs.
 fn configs() -> Vec<String> {
+    config_files().iter().map(|p| std::fs::read_to_string(p).unwrap()).collect()
+}
+
+/// The shipped config files, sorted.
+fn config_files() -> Vec<std::path::PathBuf> {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs");
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
@@ -15,7 +20,7 @@ fn configs() -> Vec<String> {
         .collect();
     files.sort();
     assert!(!files.is_empty(), "no configs in {}", dir.display());
-    files.iter().map(|p| std::fs::read_to_string(p).unwrap()).collect()
+    files
 }
 
 /// Values that stress the checks: zero, negative, huge, tiny, non-finite, wrong types,
@@ -202,7 +207,8 @@ fn every_field_of_every_config_takes_every_value() {
 
 #[test]
 fn shipped_configs_parse() {
-    for text in configs() {
-        Case::from_str(&text, &[]).unwrap_or_else(|e| panic!("{e}"));
+    // From their files: a mesh is read relative to its case file.
+    for path in config_files() {
+        Case::from_file(&path, &[]).unwrap_or_else(|e| panic!("{e}"));
     }
 }
