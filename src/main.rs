@@ -421,6 +421,23 @@ fn cmd_check(path: &Path, write_particles: Option<&Path>, common: &Common) -> Re
         surge_core::case::Boundary::Mdbc { slip } => format!("mdbc ({})", if slip { "free slip" } else { "no-slip" }),
     };
     println!("physics     viscosity {visc}, density diffusion {diff}, {:?} time stepping, {walls} walls", case.scheme);
+    for m in &case.motions {
+        let solid = match m.solid {
+            surge_core::case::Solid::Wall(k) => format!("wall[{k}]"),
+            surge_core::case::Solid::Obstacle(k) => format!("obstacle[{k}]"),
+        };
+        let laws: Vec<&str> = m.laws.iter().map(surge_core::motion::Law::name).collect();
+        println!("motion      {solid}: {}, top speed {:.4} m/s", laws.join(" then "), m.max_speed());
+    }
+    for z in &case.damping {
+        println!(
+            "damping     along {} from {} to {} m, strength {} /s",
+            ["x", "y", "z"][z.axis],
+            z.start,
+            z.end,
+            z.strength
+        );
+    }
     println!(
         "grid        {:?} cells of {:.6} m, split along {}",
         &grid.n[..case.dim],

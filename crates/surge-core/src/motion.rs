@@ -259,6 +259,17 @@ impl Law {
         }
     }
 
+    /// What the law is, for `surge check`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Law::Translate { s: Signal::Regular(_) | Signal::Irregular(_), .. } => "piston paddle",
+            Law::Translate { .. } => "sinusoidal translation",
+            Law::Path { .. } => "table of displacements",
+            Law::Rotate { .. } => "rotation",
+            Law::Flap { .. } => "flap paddle",
+        }
+    }
+
     /// True when the law turns the solid.
     pub fn rotates(&self) -> bool {
         matches!(self, Law::Rotate { .. } | Law::Flap { .. })
