@@ -2,8 +2,8 @@
 //! under `mpirun` as a user runs it. 2 and 3 ranks of 1-2 CPU workers give bitwise the
 //! particles (by id) and gauges of one process on the 2D and 3D dam breaks (tolerance: none,
 //! as for several devices in one process); a checkpoint written by 3 ranks restarts on 2
-//! and ends bitwise where one process ends; a rank that fails stops the whole job with its
-//! message.
+//! and ends bitwise where one process ends; moving solids cross between ranks bitwise; a
+//! rank that fails stops the whole job with its message.
 #![cfg(feature = "mpi")]
 
 use std::path::{Path, PathBuf};
@@ -137,6 +137,19 @@ fn removal_on_2_ranks_matches_one_process() {
         let split = format!("decomposition.split_axis=\"{split}\"");
         same_as_one_process("cases/jet_2d.toml", &["--set", &split], 2000, 2, workers);
     }
+}
+
+/// Moving solids (tests/cases/moving_2d.toml: a piston, and a square that swings while it
+/// travels across the cut between the ranks): the particles of one process, bitwise.
+#[test]
+fn moving_solids_on_2_ranks_match_one_process() {
+    same_as_one_process(
+        "cases/moving_2d.toml",
+        &["--set", "decomposition.split_axis=\"x\"", "--set", "dp=0.01"],
+        400,
+        2,
+        1,
+    );
 }
 
 #[test]
