@@ -20,18 +20,10 @@ use surge_core::case::Solid;
 use surge_core::geometry::solid_ids;
 use surge_core::Case;
 
-use surge_runtime::Simulation;
-
 fn moving(overrides: &[&str]) -> Case {
     let path = repo_file("tests/cases/moving_2d.toml");
     let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
     Case::from_file(&path, &o).unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn run_to(sim: &mut Simulation, t: f64) {
-    while sim.time() < t {
-        sim.step(f64::INFINITY).unwrap_or_else(|e| panic!("{e}"));
-    }
 }
 
 #[test]

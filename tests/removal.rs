@@ -19,13 +19,6 @@ fn jet(overrides: &[&str]) -> Case {
     Case::from_file(&path, &o).unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// Step until the end time (no step shortened, as `surge run` does).
-fn run_to(sim: &mut Simulation, t: f64) {
-    while sim.time() < t {
-        sim.step(f64::INFINITY).unwrap_or_else(|e| panic!("{e}"));
-    }
-}
-
 fn fluid_left(sim: &mut Simulation) -> u64 {
     let s = sim.snapshot().unwrap();
     fluid(&s).count() as u64

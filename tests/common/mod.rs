@@ -74,6 +74,14 @@ pub fn sim_devices(case: &Case, n: usize) -> Simulation {
     surge_runtime::simulation(case, &req).unwrap_or_else(|e| panic!("{e}")).sim
 }
 
+/// Step until time t is reached: steps are never shortened (as `surge run` steps), so the
+/// run ends at the first step end at or after t.
+pub fn run_to(sim: &mut Simulation, t: f64) {
+    while sim.time() < t {
+        sim.step(f64::INFINITY).unwrap_or_else(|e| panic!("{e}"));
+    }
+}
+
 /// The snapshot's particles in id order.
 pub fn by_id(s: &Snapshot) -> Snapshot {
     let o = s.order_by_id();

@@ -512,7 +512,7 @@ impl Checker<'_> {
                     (Paddle::Flap, Some(hp)) => {
                         let hinge = self.vec(&format!("{field}.hinge"), hp, dim)?;
                         // A positive angle about up × direction moves the flap's top along it.
-                        let axis = crate::motion::cross(up, dir);
+                        let axis = crate::mesh::cross(up, dir);
                         Law::Flap { axis, hinge, lever: depth, s }
                     }
                 }
@@ -1021,7 +1021,7 @@ impl Case {
                 })
                 .collect();
             let reach = corners
-                .flat_map(|p| centres.iter().map(move |q| (0..3).map(|a| (p[a] - q[a]).powi(2)).sum::<f64>().sqrt()))
+                .flat_map(|p| centres.iter().map(move |&q| crate::mesh::norm(crate::mesh::sub(p, q))))
                 .fold(0.0, f64::max);
             motions.push(Motion { solid, laws, reach });
         }

@@ -17,6 +17,7 @@
 //! the solid. [`SolidMove`] is that move as the 36 float64 the CUDA kernel reads.
 
 use crate::case::Solid;
+use crate::mesh::{add, cross, scale, sub};
 use crate::shape::Placement;
 use crate::waves::{IrregularWave, RegularWave};
 use std::ops::Range;
@@ -35,20 +36,6 @@ fn mulv(a: &Mat3, v: [f64; 3]) -> [f64; 3] {
 fn transpose(a: &Mat3) -> Mat3 {
     std::array::from_fn(|i| std::array::from_fn(|j| a[j][i]))
 }
-fn add(a: [f64; 3], b: [f64; 3]) -> [f64; 3] {
-    std::array::from_fn(|i| a[i] + b[i])
-}
-fn sub(a: [f64; 3], b: [f64; 3]) -> [f64; 3] {
-    std::array::from_fn(|i| a[i] - b[i])
-}
-fn scale(a: [f64; 3], s: f64) -> [f64; 3] {
-    a.map(|x| x * s)
-}
-/// The cross product.
-pub fn cross(a: [f64; 3], b: [f64; 3]) -> [f64; 3] {
-    [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
-}
-
 /// A rigid pose and its rate: `x = rot X + pos`, `v(x) = vel + omega × (x - pos)`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Pose {
@@ -140,8 +127,8 @@ impl Signal {
             }
             Signal::Rate(r) => (r * t, *r),
             Signal::Table { t: ts, v } => table_eval(ts, v, t),
-            Signal::Regular(w) => (w.displacement(t), w.velocity(t)),
-            Signal::Irregular(w) => (w.displacement(t), w.velocity(t)),
+            Signal::Regular(w) => w.state(t),
+            Signal::Irregular(w) => w.state(t),
         }
     }
 
@@ -159,18 +146,27 @@ impl Signal {
     }
 }
 
-/// Linear interpolation and its slope; held (slope 0) outside the table.
-fn table_eval(t: &[f64], v: &[f64], x: f64) -> (f64, f64) {
+/// Where `x` falls in the strictly increasing times `t`: `Ok(k)`, the segment between rows k
+/// and k + 1, or `Err(row)` outside the table, the nearer end's row (held there).
+fn segment(t: &[f64], x: f64) -> Result<usize, usize> {
     if x <= t[0] {
-        return (v[0], 0.0);
+        return Err(0);
     }
     if x >= t[t.len() - 1] {
-        return (v[v.len() - 1], 0.0);
+        return Err(t.len() - 1);
     }
-    // The segment [t[k], t[k + 1]) holding x.
-    let k = t.partition_point(|&s| s <= x) - 1;
-    let slope = (v[k + 1] - v[k]) / (t[k + 1] - t[k]);
-    (v[k] + slope * (x - t[k]), slope)
+    Ok(t.partition_point(|&s| s <= x) - 1)
+}
+
+/// Linear interpolation and its slope; held (slope 0) outside the table.
+fn table_eval(t: &[f64], v: &[f64], x: f64) -> (f64, f64) {
+    match segment(t, x) {
+        Err(end) => (v[end], 0.0),
+        Ok(k) => {
+            let slope = (v[k + 1] - v[k]) / (t[k + 1] - t[k]);
+            (v[k] + slope * (x - t[k]), slope)
+        }
+    }
 }
 
 /// One law of a solid's motion.
@@ -223,15 +219,14 @@ impl Law {
                 let (x, v) = s.eval(t);
                 Pose::translation(scale(*dir, x), scale(*dir, v))
             }
-            Law::Path { t: ts, d } => {
-                let mut p = [0.0; 3];
-                let mut v = [0.0; 3];
-                for a in 0..3 {
-                    let col: Vec<f64> = d.iter().map(|r| r[a]).collect();
-                    (p[a], v[a]) = table_eval(ts, &col, t);
+            Law::Path { t: ts, d } => match segment(ts, t) {
+                Err(end) => Pose::translation(d[end], [0.0; 3]),
+                Ok(k) => {
+                    let span = ts[k + 1] - ts[k];
+                    let v: [f64; 3] = std::array::from_fn(|a| (d[k + 1][a] - d[k][a]) / span);
+                    Pose::translation(std::array::from_fn(|a| d[k][a] + v[a] * (t - ts[k])), v)
                 }
-                Pose::translation(p, v)
-            }
+            },
             Law::Rotate { axis, centre, s } => {
                 let (a, w) = s.eval(t);
                 Pose::rotation(*axis, *centre, a, w)
@@ -252,7 +247,7 @@ impl Law {
             Law::Path { t, d } => t
                 .windows(2)
                 .zip(d.windows(2))
-                .map(|(t, d)| (0..3).map(|a| (d[1][a] - d[0][a]).powi(2)).sum::<f64>().sqrt() / (t[1] - t[0]))
+                .map(|(t, d)| crate::mesh::norm(sub(d[1], d[0])) / (t[1] - t[0]))
                 .fold(0.0, f64::max),
             Law::Rotate { s, .. } => s.max_rate() * reach,
             Law::Flap { s, lever, .. } => s.max_rate() / lever * reach,

@@ -119,7 +119,16 @@ pub fn ramp(t: f64, ramp_time: f64) -> (f64, f64) {
         return (1.0, 0.0);
     }
     let (s, c) = (PI * t / ramp_time).sin_cos();
-    (0.5 * (1.0 - c), 0.5 * PI / ramp_time * s)
+    (0.5 * (1.0 - c), ramp_rate(ramp_time) * s)
+}
+
+/// The largest rate of the start-up [`ramp`], `π / (2 ramp_time)` (0 without a ramp).
+fn ramp_rate(ramp_time: f64) -> f64 {
+    if ramp_time > 0.0 {
+        0.5 * PI / ramp_time
+    } else {
+        0.0
+    }
 }
 
 /// A signal `(s, s')` at time t under the start-up [`ramp`]: `(r s, r' s + r s')`, the
@@ -259,20 +268,25 @@ impl RegularWave {
     /// `X(t) = r(t) [(S/2) sin(ω t + φ) + A2 sin(2 (ω t + φ))]`, r the [`ramp`] and A2
     /// [`Self::second_amplitude`] (Madsen 1971). 0 at t = 0 when φ = 0 or a ramp is set.
     pub fn displacement(&self, t: f64) -> f64 {
-        ramped(t, self.spec.ramp_time, self.signal(t)).0
+        self.state(t).0
     }
 
     /// Paddle velocity (m/s) at time t, the exact derivative of [`Self::displacement`]:
     /// `r'(t) s(t) + r(t) s'(t)`, s the unramped signal.
     pub fn velocity(&self, t: f64) -> f64 {
-        ramped(t, self.spec.ramp_time, self.signal(t)).1
+        self.state(t).1
+    }
+
+    /// [`Self::displacement`] and [`Self::velocity`] together, the signal evaluated once.
+    pub fn state(&self, t: f64) -> (f64, f64) {
+        ramped(t, self.spec.ramp_time, self.signal(t))
     }
 
     /// An upper bound of |[`Self::velocity`]| over all t:
     /// `(S/2 + |A2|) (ω + π / (2 ramp_time))` (the ramp term only with a ramp), from
     /// `|r' s| + |r s'| <= max|r'| max|s| + max|s'|` with `max|r'| = π / (2 ramp_time)`.
     pub fn max_speed(&self) -> f64 {
-        let ramp_rate = if self.spec.ramp_time > 0.0 { 0.5 * PI / self.spec.ramp_time } else { 0.0 };
+        let ramp_rate = ramp_rate(self.spec.ramp_time);
         (0.5 * self.stroke + self.second.abs()) * ramp_rate + self.omega * (0.5 * self.stroke + 2.0 * self.second.abs())
     }
 
@@ -515,19 +529,24 @@ impl IrregularWave {
     /// Paddle displacement at the still-water level (m) at time t:
     /// `X(t) = r(t) Σ p_i sin(ω_i t + φ_i)`, p_i the paddle amplitudes, r the [`ramp`].
     pub fn displacement(&self, t: f64) -> f64 {
-        ramped(t, self.spec.ramp_time, self.signal(t)).0
+        self.state(t).0
     }
 
     /// Paddle velocity (m/s) at time t, the exact derivative of [`Self::displacement`]:
     /// `r'(t) s(t) + r(t) s'(t)`.
     pub fn velocity(&self, t: f64) -> f64 {
-        ramped(t, self.spec.ramp_time, self.signal(t)).1
+        self.state(t).1
+    }
+
+    /// [`Self::displacement`] and [`Self::velocity`] together, the signal evaluated once.
+    pub fn state(&self, t: f64) -> (f64, f64) {
+        ramped(t, self.spec.ramp_time, self.signal(t))
     }
 
     /// An upper bound of |[`Self::velocity`]| over all t: `Σ p_i (ω_i + π / (2 ramp_time))`
     /// (the ramp term only with a ramp).
     pub fn max_speed(&self) -> f64 {
-        let ramp_rate = if self.spec.ramp_time > 0.0 { 0.5 * PI / self.spec.ramp_time } else { 0.0 };
+        let ramp_rate = ramp_rate(self.spec.ramp_time);
         self.components.iter().map(|c| c.paddle_amplitude * (c.omega + ramp_rate)).sum()
     }
 

@@ -350,7 +350,7 @@ impl Backend for CpuBackend {
         let CpuBackend { case, consts, grid, a, pool, moves, .. } = self;
         let shift = (case.shifting != Shifting::None).then_some((consts.shift_ah, consts.shift_threshold));
         let mdbc = case.boundary.is_mdbc();
-        let motions = update::Motions { moves, damping: &case.damping, support: 2.0 * consts.h };
+        let motions = update::Motions { moves, damping: &case.damping };
         pool.install(|| update::update(grid, a, which, dt, shift, mdbc, &motions)).map_err(Failure::Particle)
     }
 

@@ -16,8 +16,6 @@ pub(crate) struct Motions<'a> {
     pub moves: &'a [SolidMove],
     /// Damping zones.
     pub damping: &'a [Damping],
-    /// The mDBC ghost-node reach, 2h (mDBC only).
-    pub support: f32,
 }
 
 /// Apply `which` with time step dt. Fluid particles move with their accelerations; boundary
@@ -29,9 +27,8 @@ pub(crate) struct Motions<'a> {
 /// sets it anew whatever it is).
 ///
 /// `moves` (issue 14) puts the boundary particles of each moving solid where its pose at the
-/// update's end puts them, with that pose's velocity, and turns their wall normals; with
-/// mDBC the mDBC velocity of those too far from the fluid for a ghost node (left alone by
-/// the mDBC pass) follows. `damping` relaxes the velocity of fluid in damping zones at each
+/// update's end puts them, with that pose's velocity, and turns their wall normals.
+/// `damping` relaxes the velocity of fluid in damping zones at each
 /// full update (not the predictor), by the factor at the particle's position before it.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn update(
@@ -50,9 +47,13 @@ pub(crate) fn update(
     let damping = motions.damping;
     let full = which != Update::Predictor;
     let moves = motions.moves;
-    // A moving solid's particle: where its pose at the update's end puts the particle that
-    // was at `base` (cell-relative) at the step start, and its velocity there.
+    // A moving solid's particle (None for fluid and fixed solids): where its pose at the
+    // update's end puts the particle that was at `base` (cell-relative) at the step start,
+    // and its velocity there.
     let solid_at = |i: usize, base: [f32; 4]| -> Option<(V3, V3)> {
+        if info[i][1] == Kind::Fluid as u32 {
+            return None;
+        }
         let mv = moves.iter().find(|mv| mv.holds(info[i][0]))?;
         let (o, u) = mv.apply(cell[i], base);
         Some((V3::new(o[0], o[1], o[2]), V3::new(u[0], u[1], u[2])))
@@ -98,18 +99,12 @@ pub(crate) fn update(
                         *vel_prev = *vel;
                         let (x, v, d) = (V3::from4(*pos), V3::from4(*vel), vel[3]);
                         let v1 = if fluid { v + acc * half } else { v };
-                        let (x1, v1) = match fluid {
-                            false => solid_at(i, *pos).unwrap_or((x + v * half, v1)),
-                            true => (x + v * half, v1),
-                        };
+                        let (x1, v1) = solid_at(i, *pos).unwrap_or((x + v * half, v1));
                         finish(i, fluid, pos, vel, x1, v1, d + dd * half)
                     } else {
                         let (x0, v0, d0) = (V3::from4(*pos_prev), V3::from4(*vel_prev), vel_prev[3]);
                         let v1 = if fluid { v0 + acc * dt } else { v0 };
-                        let (x1, v1) = match fluid {
-                            false => solid_at(i, *pos_prev).unwrap_or((x0 + (v0 + v1) * half, v1)),
-                            true => (x0 + (v0 + v1) * half, v1),
-                        };
+                        let (x1, v1) = solid_at(i, *pos_prev).unwrap_or((x0 + (v0 + v1) * half, v1));
                         finish(i, fluid, pos, vel, x1, v1, d0 + dd * dt)
                     }
                 })
@@ -140,7 +135,7 @@ pub(crate) fn update(
     match bad {
         None => {
             if !motions.moves.is_empty() && !a.wall.is_empty() {
-                turn_solids(a, mdbc, motions);
+                turn_solids(a, motions.moves);
             }
             Ok(UpdateStats { disp_max, vel_max })
         }
@@ -156,29 +151,19 @@ pub(crate) fn update(
 }
 
 /// After an update with moving solids: the wall normals of their boundary particles turn
-/// with them and, with mDBC, the mDBC velocity of those too far from the fluid for a ghost
-/// node (which the mDBC pass leaves alone) follows their new velocity.
-fn turn_solids(a: &mut ParticleArrays, mdbc: bool, m: &Motions) {
-    let ParticleArrays { vel, info, wall, mdbc: mdbc_vel, .. } = a;
-    let (info, vel): (&[[u32; 2]], &[[f32; 4]]) = (info, vel);
-    let support = m.support;
-    let solid = |i: usize| m.moves.iter().find(|mv| info[i][1] != Kind::Fluid as u32 && mv.holds(info[i][0]));
-    if mdbc {
-        wall.par_iter_mut().zip(mdbc_vel.par_iter_mut()).enumerate().for_each(|(i, (w, md))| {
-            if let Some(mv) = solid(i) {
-                *w = mv.turn(*w);
-                if !(w[3] > 0.0 && w[3] < support) {
-                    *md = [vel[i][0], vel[i][1], vel[i][2], md[3]];
-                }
-            }
-        });
-    } else {
-        wall.par_iter_mut().enumerate().for_each(|(i, w)| {
-            if let Some(mv) = solid(i) {
+/// with them. (Their mDBC velocity needs nothing here: the CPU's mDBC pass sets it for every
+/// boundary particle before each force pass, those without a ghost node to their own
+/// velocity; CUDA's pass lists only those with one, so its update refreshes the others.)
+fn turn_solids(a: &mut ParticleArrays, moves: &[SolidMove]) {
+    let ParticleArrays { info, wall, .. } = a;
+    let info: &[[u32; 2]] = info;
+    wall.par_iter_mut().enumerate().for_each(|(i, w)| {
+        if info[i][1] != Kind::Fluid as u32 {
+            if let Some(mv) = moves.iter().find(|mv| mv.holds(info[i][0])) {
                 *w = mv.turn(*w);
             }
-        });
-    }
+        }
+    });
 }
 
 fn merge(x: Moved, y: Moved) -> Moved {
