@@ -337,6 +337,13 @@ pub trait Backend: Interpolate + Send {
     /// from [`crate::motion::moves`]: called before each update of a case with moving
     /// solids, never otherwise.
     fn set_moves(&mut self, moves: &[crate::motion::SolidMove]) -> Result<(), Failure>;
+    /// Floating bodies (issue 15), after a force pass: add to `out` ([`crate::bodies::LOAD_LEN`]
+    /// per body, wrapping) the fixed-point sums of the fluid's force on each owned particle
+    /// of each body and of its moment about the body's centre
+    /// ([`crate::bodies::add_particle_load`], each particle's force as
+    /// [`crate::gauge::Interpolate::boundary_loads`] gives it). Integer sums: the same on any
+    /// decomposition.
+    fn body_loads(&mut self, bodies: &[crate::bodies::BodyLoad], out: &mut [i64]) -> Result<(), Failure>;
     /// Copy the owned particles to the host.
     fn snapshot(&mut self, out: &mut Snapshot) -> Result<(), Failure>;
     /// Copy the conserved state of the owned particles to the host for a checkpoint, in

@@ -287,6 +287,9 @@ pub struct Case {
     pub obstacles: Vec<Aabb>,
     /// The shape of each obstacle; `None` for an axis-aligned box.
     pub obstacle_shapes: Vec<Option<Arc<Shape>>>,
+    /// Floating bodies (issue 15): each holds the particles of one obstacle, after those of
+    /// the case file's `[[obstacle]]` tables.
+    pub bodies: Vec<crate::bodies::BodySpec>,
     /// Walls and obstacles with a prescribed motion (issue 14), in case order (walls first).
     pub motions: Vec<Motion>,
     /// Damping zones.
@@ -366,6 +369,74 @@ impl Checker<'_> {
         } else {
             Err(self.err(field, format!("expected a positive number, found {x}")))
         }
+    }
+
+    /// A `[[body]]` table's dynamics (its shape is read as an obstacle's).
+    fn body(&self, field: &str, b: &BodyTable, solid: Solid, index: usize) -> Result<crate::bodies::BodySpec, CaseError> {
+        use crate::bodies::{BodySpec, MassSpec};
+        let dim = self.dim;
+        let mass = match (b.density, b.mass) {
+            (Some(d), None) => MassSpec::Density(self.positive(&format!("{field}.density"), d)?),
+            (None, Some(m)) => MassSpec::Mass(self.positive(&format!("{field}.mass"), m)?),
+            _ => return Err(self.err(field, "give the body's density or its mass (one of them)")),
+        };
+        let centre = match &b.centre_of_mass {
+            Some(v) => Some(self.vec(&format!("{field}.centre_of_mass"), v, dim)?),
+            None => None,
+        };
+        let inertia = match &b.inertia {
+            None => None,
+            Some(v) => {
+                let f = format!("{field}.inertia");
+                let t: [[f64; 3]; 3] = match (dim, v.len()) {
+                    (2, 1) => {
+                        let i = self.positive(&f, v[0])?;
+                        [[i, 0.0, 0.0], [0.0, i, 0.0], [0.0, 0.0, i]]
+                    }
+                    (3, 3) => {
+                        for (k, x) in v.iter().enumerate() {
+                            self.positive(&format!("{f}[{k}]"), *x)?;
+                        }
+                        [[v[0], 0.0, 0.0], [0.0, v[1], 0.0], [0.0, 0.0, v[2]]]
+                    }
+                    (3, 9) => {
+                        let t: [[f64; 3]; 3] = std::array::from_fn(|i| std::array::from_fn(|j| v[3 * i + j]));
+                        let symmetric = (0..3).all(|i| (0..3).all(|j| t[i][j] == t[j][i]));
+                        if !symmetric || (0..3).any(|i| t[i][i] <= 0.0) || !v.iter().all(|x| x.is_finite()) {
+                            return Err(self.err(f, "expected a symmetric tensor with positive diagonal"));
+                        }
+                        t
+                    }
+                    _ => {
+                        let want = if dim == 2 { "1 number (about z)" } else { "3 (principal) or 9 numbers" };
+                        return Err(self.err(f, format!("expected {want}, found {}", v.len())));
+                    }
+                };
+                Some(t)
+            }
+        };
+        let velocity = match &b.velocity {
+            Some(v) => self.vec(&format!("{field}.velocity"), v, dim)?,
+            None => [0.0; 3],
+        };
+        let omega = match (&b.omega, dim) {
+            (None, _) => [0.0; 3],
+            (Some(v), 2) => [0.0, 0.0, self.vec(&format!("{field}.omega"), v, 1)?[0]],
+            (Some(v), _) => self.vec(&format!("{field}.omega"), v, 3)?,
+        };
+        let mut free = [true; 6];
+        let names: &[&str] = if dim == 2 { &["x", "y", "rz"] } else { &["x", "y", "z", "rx", "ry", "rz"] };
+        for (k, n) in b.fixed.iter().flatten().enumerate() {
+            let Some(slot) = ["x", "y", "z", "rx", "ry", "rz"].iter().position(|x| x == n).filter(|_| names.contains(&n.as_str())) else {
+                return Err(self.err(
+                    format!("{field}.fixed[{k}]"),
+                    format!("`{n}` is no degree of freedom of a {dim}D body: expected any of {}", names.join(", ")),
+                ));
+            };
+            free[slot] = false;
+        }
+        let name = b.name.clone().unwrap_or_else(|| format!("body.{index}"));
+        Ok(BodySpec { name, solid, mass, centre, inertia, velocity, omega, free })
     }
 
     /// A unit vector from `v` (`len` numbers), refused when zero.
@@ -777,28 +848,31 @@ impl Checker<'_> {
     }
 }
 
-/// `wall.N` or `obstacle.N`.
-fn parse_solid(on: &str) -> Option<Solid> {
+/// `wall.N`, `obstacle.N` or `body.N` (a body is the obstacle after the file's obstacles).
+fn parse_solid(on: &str, obstacles: usize) -> Option<Solid> {
     let (kind, index) = on.split_once('.')?;
     let index: usize = index.parse().ok()?;
     match kind {
         "wall" => Some(Solid::Wall(index)),
         "obstacle" => Some(Solid::Obstacle(index)),
+        "body" => Some(Solid::Obstacle(obstacles + index)),
         _ => None,
     }
 }
 
 /// The solid a force gauge's `on` names, by index or by name; `None` when there is none.
 fn find_solid(f: &CaseFile, on: &str) -> Option<Solid> {
-    match parse_solid(on) {
+    let n = f.obstacle.len();
+    match parse_solid(on, n) {
         Some(Solid::Wall(k)) => (k < f.wall.len()).then_some(Solid::Wall(k)),
-        Some(Solid::Obstacle(k)) => (k < f.obstacle.len()).then_some(Solid::Obstacle(k)),
+        Some(Solid::Obstacle(k)) => (k < n + f.body.len() && (k < n || on.starts_with("body."))).then_some(Solid::Obstacle(k)),
         None => f
             .wall
             .iter()
             .position(|w| w.name.as_deref() == Some(on))
             .map(Solid::Wall)
-            .or_else(|| f.obstacle.iter().position(|o| o.name.as_deref() == Some(on)).map(Solid::Obstacle)),
+            .or_else(|| f.obstacle.iter().position(|o| o.name.as_deref() == Some(on)).map(Solid::Obstacle))
+            .or_else(|| f.body.iter().position(|b| b.name.as_deref() == Some(on)).map(|k| Solid::Obstacle(n + k))),
     }
 }
 
@@ -912,14 +986,15 @@ impl Case {
         let mut named: Vec<(&str, String)> = Vec::new();
         let walls_named = f.wall.iter().enumerate().map(|(k, w)| (&w.name, format!("wall[{k}]")));
         let obstacles_named = f.obstacle.iter().enumerate().map(|(k, o)| (&o.name, format!("obstacle[{k}]")));
-        for (n, solid) in walls_named.chain(obstacles_named) {
+        let bodies_named = f.body.iter().enumerate().map(|(k, b)| (&b.name, format!("body[{k}]")));
+        for (n, solid) in walls_named.chain(obstacles_named).chain(bodies_named) {
             let Some(n) = n else { continue };
             let field = format!("{solid}.name");
-            if n.is_empty() || n.contains([',', '"', '\n']) || parse_solid(n).is_some() {
+            if n.is_empty() || n.contains([',', '"', '\n']) || parse_solid(n, 0).is_some() {
                 return Err(c.err(
                     field,
                     format!(
-                        "`{n}` must be non-empty, without commas or quotes, and not of the form wall.N or obstacle.N"
+                        "`{n}` must be non-empty, without commas or quotes, and not of the form wall.N, obstacle.N or body.N"
                     ),
                 ));
             }
@@ -931,6 +1006,20 @@ impl Case {
         let (mut obstacles, mut obstacle_shapes) = (Vec::new(), Vec::new());
         for (i, b) in f.obstacle.iter().enumerate() {
             let (bbox, shape) = c.region(&format!("obstacle[{i}]"), &b.keys(), dp, 2.0 * h + dp, base)?;
+            obstacles.push(bbox);
+            obstacle_shapes.push(shape);
+        }
+        let mut bodies = Vec::new();
+        for (i, b) in f.body.iter().enumerate() {
+            let field = format!("body[{i}]");
+            let (bbox, shape) = c.region(&field, &b.keys(), dp, 2.0 * h + dp, base)?;
+            // A box body is a shape too, so that the fluid around it is cut (fluid minus
+            // solids) and nothing refuses a body that floats inside a fluid box.
+            let shape = shape.or_else(|| {
+                let prim = crate::shape::Primitive::Box { min: bbox.min, max: bbox.max };
+                Some(Arc::new(Shape::new("box", prim, Placement::IDENTITY, dim)))
+            });
+            bodies.push(c.body(&field, b, Solid::Obstacle(obstacles.len()), i)?);
             obstacles.push(bbox);
             obstacle_shapes.push(shape);
         }
@@ -1399,6 +1488,7 @@ impl Case {
             walls,
             obstacles,
             obstacle_shapes,
+            bodies,
             motions,
             damping,
             counted: None,
@@ -1526,6 +1616,7 @@ impl Case {
             walls,
             obstacles,
             obstacle_shapes,
+            bodies,
             motions,
             damping,
             counted: _,
@@ -1606,7 +1697,7 @@ impl Case {
         });
         // Motions and damping zones: their Debug forms hold every number exactly (Rust
         // prints floats so that they read back the same).
-        hs.str(&format!("{motions:?}")).str(&format!("{damping:?}"));
+        hs.str(&format!("{motions:?}")).str(&format!("{damping:?}")).str(&format!("{bodies:?}"));
         match *initial {
             Initial::Constant(v) => hs.str("constant").f64s(&v),
             Initial::TaylorGreen { u0 } => hs.str("taylor_green").f64(u0),
@@ -1617,6 +1708,11 @@ impl Case {
     /// The axis along which the domain is split between devices (`decomposition.split_axis`).
     pub fn split_axis(&self) -> usize {
         self.split
+    }
+
+    /// Solids whose particles move rigidly: prescribed motions and floating bodies.
+    pub fn moving_solids(&self) -> usize {
+        self.motions.len() + self.bodies.len()
     }
 
     /// True when the domain can be cut into slices: the split axis is not periodic.

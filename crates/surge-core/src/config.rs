@@ -82,6 +82,9 @@ pub struct CaseFile {
     /// Solid boxes of boundary particles.
     #[serde(default)]
     pub obstacle: Vec<ObstacleBox>,
+    /// Floating rigid bodies: solids of boundary particles that the fluid moves.
+    #[serde(default)]
+    pub body: Vec<BodyTable>,
     /// Gauges written to `gauges.csv`.
     #[serde(default)]
     pub gauge: Vec<GaugeSpec>,
@@ -658,6 +661,32 @@ shaped! {
         /// Prescribed motion: one law (`{ kind = "sinusoid", ... }`) or a list composed in
         /// order ([`MotionSpec`]).
         motion: Option<toml::Value>,
+    }
+}
+
+shaped! {
+    /// A floating rigid body (`[[body]]`): a solid of boundary particles filled like an
+    /// obstacle, moved each step by the fluid's force and moment and by gravity.
+    BodyTable {
+        /// A name for `bodies.csv` and force gauges (`on = "NAME"`) besides `body.INDEX`.
+        name: Option<String>,
+        /// Density (kg/m³): the mass is density × particles × dp³ (dp² in 2D). Give this or
+        /// `mass`.
+        density: Option<f64>,
+        /// Mass (kg; kg per metre of depth in 2D).
+        mass: Option<f64>,
+        /// Centre of mass; default: the centroid of the body's particles.
+        centre_of_mass: Option<Vec<f64>>,
+        /// Inertia tensor about the centre of mass (kg m²): 3 principal values along x, y,
+        /// z or 9 values (rows) in 3D, the value about z in 2D; default: from the particles.
+        inertia: Option<Vec<f64>>,
+        /// Initial velocity of the centre of mass; default at rest.
+        velocity: Option<Vec<f64>>,
+        /// Initial angular velocity (rad/s): 3 values in 3D, the rate about z in 2D.
+        omega: Option<Vec<f64>>,
+        /// Degrees of freedom held fixed: any of `x`, `y`, `z` (translations) and `rx`,
+        /// `ry`, `rz` (rotations about axes through the centre of mass).
+        fixed: Option<Vec<String>>,
     }
 }
 

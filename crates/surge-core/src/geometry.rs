@@ -509,6 +509,52 @@ pub fn count_with(case: &Case, fluid: &[u64]) -> Counts {
     Counts { fluid: fluid.iter().sum(), walls, obstacles }
 }
 
+/// Fill obstacle `k` of the case into `out`.
+fn fill_obstacle(case: &Case, k: usize, out: &mut Filled) {
+    let (dim, dp) = (case.dim, case.dp);
+    let b = &case.obstacles[k];
+    if let Some(s) = &case.obstacle_shapes[k] {
+        let axes = shape_axes(&s.bbox, dim, dp, 0);
+        fill_rows(out, row_count(&axes), |r, part| {
+            obstacle_points(s, &axes, r, |p, n| part.push(p, [0.0; 3], 0.0, Kind::Boundary, n))
+        });
+        return;
+    }
+    let axes = box_axes(b, dim, dp);
+    fill_rows(out, row_count(&axes), |r, part| {
+        for_each_point(&axes, r, |x| {
+            // The nearest face of the box, seen from inside.
+            let (a, hi) = (0..dim)
+                .flat_map(|a| [(a, false), (a, true)])
+                .min_by(|p, q| face_distance(b, x, *p).total_cmp(&face_distance(b, x, *q)))
+                .expect("at least one axis");
+            let mut q = x;
+            q[a] = if hi { b.max[a] } else { b.min[a] };
+            part.push(x, [0.0; 3], 0.0, Kind::Boundary, normal_to(x, q));
+        })
+    });
+}
+
+/// The positions of obstacle `k`'s particles, in id order (what [`fill`] gives it).
+pub fn obstacle_positions(case: &Case, k: usize) -> Vec<[f64; 3]> {
+    let mut out = Filled::default();
+    fill_obstacle(case, k, &mut out);
+    out.pos
+}
+
+/// The constant properties of the case's floating bodies, from their particles.
+pub fn body_frames(case: &Case) -> Vec<crate::bodies::BodyFrame> {
+    let g = case.body_force.iter().map(|x| x * x).sum::<f64>().sqrt();
+    case.bodies
+        .iter()
+        .map(|b| {
+            let Solid::Obstacle(k) = b.solid else { unreachable!("a body is an obstacle") };
+            let points = obstacle_positions(case, k);
+            crate::bodies::frame_of(b, solid_ids(case, b.solid), &points, case.dp, case.dim, g)
+        })
+        .collect()
+}
+
 /// Fill every box and shape of the case: each region's lattice in parallel over blocks of
 /// rows, joined in row order (the particles and ids of a serial walk on any thread count).
 pub fn fill(case: &Case) -> Filled {
@@ -570,27 +616,8 @@ pub fn fill(case: &Case) -> Filled {
             }
         });
     }
-    for (b, s) in case.obstacles.iter().zip(&case.obstacle_shapes) {
-        if let Some(s) = s {
-            let axes = shape_axes(&s.bbox, dim, dp, 0);
-            fill_rows(&mut out, row_count(&axes), |r, part| {
-                obstacle_points(s, &axes, r, |p, n| part.push(p, [0.0; 3], 0.0, Kind::Boundary, n))
-            });
-            continue;
-        }
-        let axes = box_axes(b, dim, dp);
-        fill_rows(&mut out, row_count(&axes), |r, part| {
-            for_each_point(&axes, r, |x| {
-                // The nearest face of the box, seen from inside.
-                let (a, hi) = (0..dim)
-                    .flat_map(|a| [(a, false), (a, true)])
-                    .min_by(|p, q| face_distance(b, x, *p).total_cmp(&face_distance(b, x, *q)))
-                    .expect("at least one axis");
-                let mut q = x;
-                q[a] = if hi { b.max[a] } else { b.min[a] };
-                part.push(x, [0.0; 3], 0.0, Kind::Boundary, normal_to(x, q));
-            })
-        });
+    for k in 0..case.obstacles.len() {
+        fill_obstacle(case, k, &mut out);
     }
     if case.hydrostatic_start {
         let first_boundary = out.fluid_count();

@@ -4,6 +4,7 @@
 #![warn(missing_docs)]
 
 pub mod backend;
+pub mod bodies;
 pub mod buffers;
 pub mod case;
 pub mod config;

@@ -25,15 +25,15 @@ use std::ops::Range;
 /// Rows of a 3×3 matrix.
 pub type Mat3 = [[f64; 3]; 3];
 
-const I3: Mat3 = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]];
+pub(crate) const I3: Mat3 = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]];
 
-fn mul(a: &Mat3, b: &Mat3) -> Mat3 {
+pub(crate) fn mul(a: &Mat3, b: &Mat3) -> Mat3 {
     std::array::from_fn(|i| std::array::from_fn(|j| (0..3).map(|k| a[i][k] * b[k][j]).sum()))
 }
-fn mulv(a: &Mat3, v: [f64; 3]) -> [f64; 3] {
+pub(crate) fn mulv(a: &Mat3, v: [f64; 3]) -> [f64; 3] {
     std::array::from_fn(|i| a[i][0] * v[0] + a[i][1] * v[1] + a[i][2] * v[2])
 }
-fn transpose(a: &Mat3) -> Mat3 {
+pub(crate) fn transpose(a: &Mat3) -> Mat3 {
     std::array::from_fn(|i| std::array::from_fn(|j| a[j][i]))
 }
 /// A rigid pose and its rate: `x = rot X + pos`, `v(x) = vel + omega × (x - pos)`.

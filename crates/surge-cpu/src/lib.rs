@@ -10,6 +10,7 @@ mod sort;
 mod update;
 
 use rayon::prelude::*;
+use surge_core::bodies::{add_particle_load, BodyLoad, LOAD_LEN};
 use std::ops::Range;
 use std::sync::Arc;
 use surge_core::backend::{Backend, Failure, ForceStats, Part, Snapshot, Update, UpdateStats};
@@ -357,6 +358,18 @@ impl Backend for CpuBackend {
     fn set_moves(&mut self, moves: &[SolidMove]) -> Result<(), Failure> {
         self.moves.clear();
         self.moves.extend_from_slice(moves);
+        Ok(())
+    }
+
+    fn body_loads(&mut self, bodies: &[BodyLoad], out: &mut [i64]) -> Result<(), Failure> {
+        let ids: Vec<Range<u32>> = bodies.iter().map(|b| b.ids.clone()).collect();
+        let mut loads = Vec::new();
+        self.boundary_loads(&ids, &mut loads).map_err(Failure::Device)?;
+        for l in &loads {
+            if let Some(k) = bodies.iter().position(|b| b.ids.contains(&l.id)) {
+                add_particle_load(&bodies[k], l.pos, l.force, &mut out[LOAD_LEN * k..LOAD_LEN * (k + 1)]);
+            }
+        }
         Ok(())
     }
 

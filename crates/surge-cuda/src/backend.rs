@@ -17,6 +17,7 @@ use std::sync::Arc;
 use surge_core::backend::{
     Backend, BadParticle, DeviceBlock, Failure, ForceStats, Link, Part, Snapshot, Update, UpdateStats,
 };
+use surge_core::bodies::{add_particle_load, BodyLoad, LOAD_LEN};
 use surge_core::buffers::{self, BufferId, BufferSet, ParticleState};
 use surge_core::case::{Case, Gauge};
 use surge_core::config::OnExit;
@@ -236,6 +237,8 @@ pub struct CudaBackend {
     loads_ids: CudaSlice<u32>,
     loads_count: CudaSlice<u32>,
     loads_out: CudaSlice<u32>,
+    /// Floating bodies: the loads of the last force pass, reused.
+    body_entries: Vec<ParticleLoad>,
 }
 
 /// A CUDA failure, naming what was running.
@@ -531,7 +534,7 @@ impl CudaBackend {
             dummy: zeros(4, "placeholder")?,
             dummy_out: zeros(4, "placeholder")?,
             moves: stream
-                .alloc_zeros::<f64>(MOVE_LEN * case.motions.len().max(1))
+                .alloc_zeros::<f64>(MOVE_LEN * case.moving_solids().max(1))
                 .map_err(|e| fail("allocating the moving solids' table", e))?,
             nmoves: 0,
             host_pos: pinned(&ctx, 4 * cap)?,
@@ -561,6 +564,7 @@ impl CudaBackend {
             loads_ids: zeros(2, "force gauge ids")?,
             loads_count: zeros(1, "force gauge counter")?,
             loads_out: zeros(12, "force gauge loads")?,
+            body_entries: Vec::new(),
             case: Arc::new(case.clone()),
             consts: Constants::of(case),
             win: whole.clone(),
@@ -1898,6 +1902,20 @@ impl Backend for CudaBackend {
             .memcpy_htod(words, &mut self.moves.slice_mut(0..words.len()))
             .map_err(|e| Failure::Device(fail(what, e)))?;
         self.nmoves = moves.len() as i32;
+        Ok(())
+    }
+
+    fn body_loads(&mut self, bodies: &[BodyLoad], out: &mut [i64]) -> Result<(), Failure> {
+        self.bind()?;
+        let ids: Vec<Range<u32>> = bodies.iter().map(|b| b.ids.clone()).collect();
+        let mut loads = std::mem::take(&mut self.body_entries);
+        self.try_boundary_loads(&ids, &mut loads)?;
+        for l in &loads {
+            if let Some(k) = bodies.iter().position(|b| b.ids.contains(&l.id)) {
+                add_particle_load(&bodies[k], l.pos, l.force, &mut out[LOAD_LEN * k..LOAD_LEN * (k + 1)]);
+            }
+        }
+        self.body_entries = loads;
         Ok(())
     }
 

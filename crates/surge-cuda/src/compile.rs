@@ -124,7 +124,7 @@ pub fn defines(case: &Case, grid: &Grid) -> BTreeMap<&'static str, String> {
     d.insert("SCHEME", if case.scheme == Scheme::Symplectic { "1" } else { "2" }.into());
     // Moving solids (their moves come as a table with each update) and damping zones (a
     // table of doubles, printed so that they read back exactly).
-    d.insert("MOTION", u8::from(!case.motions.is_empty()).to_string());
+    d.insert("MOTION", u8::from(case.moving_solids() > 0).to_string());
     d.insert("DAMPING", case.damping.len().to_string());
     if !case.damping.is_empty() {
         let rows: Vec<String> = case

@@ -28,6 +28,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use surge_core::backend::Snapshot;
+use surge_core::bodies::BodyState;
 use surge_core::buffers::{BufferId, BufferSet, ParticleState};
 use surge_core::grid::Grid;
 use surge_core::physics::constants::Constants;
@@ -38,9 +39,10 @@ use crate::{with_path, write_atomic_with};
 
 /// The first bytes of every checkpoint file.
 pub const MAGIC: [u8; 8] = *b"SURGECKP";
-/// The format this build writes, and the newest it reads (2: the header counts the fluid
-/// particles removed, `Header::removed`).
-pub const FORMAT_VERSION: u32 = 2;
+/// The format this build writes, and the only one it reads (2: the header counts the fluid
+/// particles removed, `Header::removed`; 3: it holds the floating bodies' states,
+/// `Header::bodies`).
+pub const FORMAT_VERSION: u32 = 3;
 /// The folder of the checkpoints inside an output directory.
 pub const DIR: &str = "checkpoints";
 
@@ -85,6 +87,8 @@ pub struct Header {
     /// The slices of cells that the devices of this rank owned, in key order; their
     /// particles follow one another in the file.
     pub slices: Vec<Slice>,
+    /// The floating bodies' states, in case order (the same in every rank's file).
+    pub bodies: Vec<BodyState>,
 }
 
 /// The cell grid, as [`Grid`] holds it; written out field by field so that a change of
@@ -265,6 +269,11 @@ impl fmt::Display for CheckpointError {
             Problem::NewerFormat(v) => write!(
                 f,
                 "written by a newer surge (checkpoint format version {v}; this surge reads version \
+                 {FORMAT_VERSION}): restart it with that surge"
+            ),
+            Problem::UnknownFormat(v) if *v < FORMAT_VERSION => write!(
+                f,
+                "written by an older surge (checkpoint format version {v}; this surge reads version \
                  {FORMAT_VERSION}): restart it with that surge"
             ),
             Problem::UnknownFormat(v) => write!(f, "unknown checkpoint format version {v}"),
@@ -686,6 +695,14 @@ mod tests {
             grid: GridInfo::from(&grid()),
             eos: EosInfo { rho0: 1000.0, b: 1.0e5 / 7.0, gamma: 7.0, background_pressure: 0.0 },
             slices: vec![Slice { device: rank, first_layer: 0, layers: 4, particles: n }],
+            bodies: vec![BodyState {
+                centre: [0.1, 1.0 / 3.0, 0.7],
+                rot: [[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]],
+                vel: [1e-3, -2.5, 0.0],
+                omega: [0.0, 0.0, std::f64::consts::PI],
+                force: [1.0, 2.0, 3.0],
+                moment: [-1.0, 0.5, 1e-9],
+            }],
         }
     }
 

@@ -62,6 +62,7 @@ impl Restart {
             last_disp: h.last_disp,
             rebuilds: h.rebuilds,
             removed: h.removed,
+            bodies: h.bodies.clone(),
         }
     }
 }
@@ -122,7 +123,7 @@ pub(crate) fn header(
     (rank, ranks): (usize, usize),
     slices: &[(usize, (i32, i32), u64)],
 ) -> io::Result<Header> {
-    let StepState { step, time, dt, drift, last_disp, rebuilds, removed } = state;
+    let StepState { step, time, dt, drift, last_disp, rebuilds, removed, bodies } = state;
     let grid = particles.grid().ok_or_else(|| {
         io::Error::other("cannot write a checkpoint: the backend did not say which grid its particles' cells refer to")
     })?;
@@ -152,6 +153,7 @@ pub(crate) fn header(
                 particles,
             })
             .collect(),
+        bodies,
     })
 }
 

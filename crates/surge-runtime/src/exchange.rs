@@ -65,6 +65,26 @@ pub trait Exchange: Send {
     fn max(&mut self, v: &mut [f64]) -> Result<(), String>;
     /// Every device's `v`, in device order.
     fn gather(&mut self, v: f64) -> Result<Vec<f64>, String>;
+    /// Element-wise sum of `v` over every device, in place, wrapping: integers, so the
+    /// result does not depend on the order (floating bodies' fixed-point loads).
+    fn sum_i64(&mut self, v: &mut [i64]) -> Result<(), String>;
+}
+
+/// Bits of each of the three limbs an i64 is cut into to be summed over MPI ranks as f64:
+/// limb sums stay exact integers for up to 2^31 ranks.
+const LIMB: u32 = 22;
+
+/// `v` as limbs `v[k] = l0 + l1 2^22 + l2 2^44` (l0, l1 unsigned, l2 signed), as f64.
+fn to_limbs(v: &[i64]) -> Vec<f64> {
+    let mask = (1i64 << LIMB) - 1;
+    v.iter().flat_map(|&x| [(x & mask) as f64, ((x >> LIMB) & mask) as f64, (x >> (2 * LIMB)) as f64]).collect()
+}
+
+/// The i64 values of summed limbs, wrapping.
+fn from_limbs(l: &[f64], v: &mut [i64]) {
+    for (x, l) in v.iter_mut().zip(l.chunks_exact(3)) {
+        *x = (l[0] as i64).wrapping_add((l[1] as i64).wrapping_shl(LIMB)).wrapping_add((l[2] as i64).wrapping_shl(2 * LIMB));
+    }
 }
 
 /// A device alone: nothing to exchange.
@@ -88,6 +108,9 @@ impl Exchange for Solo {
     }
     fn gather(&mut self, v: f64) -> Result<Vec<f64>, String> {
         Ok(vec![v])
+    }
+    fn sum_i64(&mut self, _: &mut [i64]) -> Result<(), String> {
+        Ok(())
     }
 }
 
@@ -276,6 +299,20 @@ impl Exchange for Local {
     fn gather(&mut self, v: f64) -> Result<Vec<f64>, String> {
         let local: Vec<f64> = self.all_local(vec![v])?.into_iter().map(|w| w[0]).collect();
         self.across_ranks(local, |c, x| c.all_gather(&x))
+    }
+    fn sum_i64(&mut self, v: &mut [i64]) -> Result<(), String> {
+        // Within the rank the integers travel as f64 bit patterns, untouched.
+        let bits = v.iter().map(|&x| f64::from_bits(x as u64)).collect();
+        let all = self.all_local(bits)?;
+        for (k, x) in v.iter_mut().enumerate() {
+            *x = all.iter().fold(0i64, |s, w| s.wrapping_add(w[k].to_bits() as i64));
+        }
+        let limbs = self.across_ranks(to_limbs(v), |c, mut x| {
+            c.sum(&mut x);
+            x
+        })?;
+        from_limbs(&limbs, v);
+        Ok(())
     }
 }
 

@@ -130,6 +130,11 @@ enum Msg {
         time: f64,
         values: Vec<f64>,
     },
+    /// The floating bodies' row of `bodies.csv`.
+    Bodies {
+        time: f64,
+        values: Vec<f64>,
+    },
     Progress(Progress),
     /// The state to write as a checkpoint; `wall` counts from t = 0 over the whole chain.
     Checkpoint {
@@ -218,7 +223,7 @@ pub fn run(
         summary.restarted_from = Some(r.path.display().to_string());
         summary.removed_particles = h.removed;
         let state = r.step_state();
-        sim.restore(state, r.checkpoint.particles).map_err(|e| not_started(format!("{}: {e}", r.path.display())))?;
+        sim.restore(state.clone(), r.checkpoint.particles).map_err(|e| not_started(format!("{}: {e}", r.path.display())))?;
         tracing::info!(
             "restart from {} at t = {} s (step {}), {} frames so far",
             r.path.display(),
@@ -246,6 +251,15 @@ pub fn run(
             }
         })?),
         (false, false) => Some(GaugeWriter::create(&gauge_path, &names).map_err(|e| (e.into(), None))?),
+    };
+    // The floating bodies' states at the gauge times; rank 0 writes them (every rank has
+    // them all).
+    let body_names = surge_core::bodies::columns(&case.bodies, case.dim);
+    let body_path = opts.out_dir.join("bodies.csv");
+    let mut bodies = match (case.bodies.is_empty() || !root, start.restarted && body_path.exists()) {
+        (true, _) => None,
+        (false, true) => Some(GaugeWriter::resume(&body_path, &body_names, sim.time()).map_err(|e| (e.into(), None))?),
+        (false, false) => Some(GaugeWriter::create(&body_path, &body_names).map_err(|e| (e.into(), None))?),
     };
     if start.restarted {
         frames.resume(sim.time()).map_err(|e| (e.into(), None))?;
@@ -309,15 +323,21 @@ pub fn run(
                         g.write_row(time, &values)?;
                     }
                 }
+                Msg::Bodies { time, values } => {
+                    if let Some(b) = bodies.as_mut() {
+                        b.write_row(time, &values)?;
+                    }
+                }
                 Msg::Progress(p) => {
                     summary.removed_particles = p.removed;
                     obs.progress(&p)
                 }
                 Msg::Checkpoint { state, next_frame, wall, particles, slices } => {
+                    let time = state.time;
                     let header =
                         checkpoints::header(case, state, next_frame, wall, &particles, (rank, ranks), &slices)?;
                     let path = checkpoints::write(&ckpt_dir, &header, &particles, case.checkpoint_keep)?;
-                    tracing::debug!("checkpoint at t = {} s: {}", state.time, path.display());
+                    tracing::debug!("checkpoint at t = {} s: {}", time, path.display());
                     summary.checkpoint = Some(path.display().to_string());
                 }
                 Msg::Failed { error, snap, steps, wall } => {
@@ -492,6 +512,13 @@ fn worker_loop(sim: &mut Simulation, opts: &RunOptions, start: Start, tx: &mpsc:
             let mut values = values;
             values.push(sim.removed() as f64);
             if !send(Msg::Gauges { time: t, values }) {
+                return;
+            }
+        }
+        if gauge.due(t) && !sim.case().bodies.is_empty() {
+            let mut values = Vec::new();
+            surge_core::bodies::values(sim.bodies(), sim.case().dim, &mut values);
+            if !send(Msg::Bodies { time: t, values }) {
                 return;
             }
         }

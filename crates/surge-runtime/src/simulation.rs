@@ -8,6 +8,7 @@ use crate::worker::{DeviceError, DeviceReport, DeviceTimes, Worker};
 use std::fmt;
 use std::sync::Arc;
 use surge_core::backend::{Backend, Failure, Snapshot};
+use surge_core::bodies::{BodyFrame, BodyState};
 use surge_core::buffers::ParticleState;
 use surge_core::decomp::SliceMap;
 use surge_core::gauge;
@@ -53,7 +54,7 @@ impl std::error::Error for StepError {}
 /// the rebuild bookkeeping (the next rebuild, hence the neighbour order, depends on it).
 /// With the particles in storage order, this is what a checkpoint must hold for a restart
 /// to continue bitwise.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct StepState {
     /// Steps done.
     pub step: u64,
@@ -69,6 +70,17 @@ pub struct StepState {
     pub rebuilds: u64,
     /// Fluid particles removed so far because they left the domain (over every device).
     pub removed: u64,
+    /// The floating bodies' states (issue 15), in case order.
+    pub bodies: Vec<BodyState>,
+}
+
+impl StepState {
+    /// The state at t = 0 of a case: its bodies at rest where the geometry put them (with
+    /// their initial velocities), `frames` from [`surge_core::geometry::body_frames`].
+    pub fn start(case: &Case, frames: &[BodyFrame]) -> StepState {
+        let bodies = case.bodies.iter().zip(frames).map(|(b, f)| BodyState::start(b, f)).collect();
+        StepState { bodies, ..StepState::default() }
+    }
 }
 
 /// Wall seconds spent in each stage since the start (backends finish their work before a
@@ -113,7 +125,7 @@ impl Simulation {
     pub fn new(case: Case, backend: Box<dyn Backend>) -> Simulation {
         let map = SliceMap::single(backend.grid().layers(), surge_core::decomp::halo(&case, backend.grid()));
         let worker = Worker::new(&case, backend, Box::new(Solo), map);
-        Simulation { clock: worker.clock, case, cluster: Arc::new(Single), devices: Devices::Solo(Box::new(worker)) }
+        Simulation { clock: worker.clock.clone(), case, cluster: Arc::new(Single), devices: Devices::Solo(Box::new(worker)) }
     }
 
     /// The ranks of the run.
@@ -138,7 +150,7 @@ impl Simulation {
         cluster: Arc<dyn Cluster>,
     ) -> Result<Simulation, String> {
         let team = Team::start(&case, map, grid, loaders, cluster.clone())?;
-        let clock = StepState::default();
+        let clock = StepState::start(&case, &surge_core::geometry::body_frames(&case));
         Ok(Simulation { case, clock, cluster, devices: Devices::Team(team) })
     }
 
@@ -242,7 +254,12 @@ impl Simulation {
 
     /// The clock and the rebuild bookkeeping, for a checkpoint.
     pub fn step_state(&self) -> StepState {
-        self.clock
+        self.clock.clone()
+    }
+
+    /// The floating bodies' states now, in case order.
+    pub fn bodies(&self) -> &[BodyState] {
+        &self.clock.bodies
     }
 
     /// Copy the conserved particle state of every device (device order, so sorted by
@@ -264,10 +281,10 @@ impl Simulation {
         match &mut self.devices {
             Devices::Solo(w) => {
                 w.backend.import_state(particles)?;
-                w.clock = state;
+                w.set_clock(state.clone());
                 w.rebuild(false).map_err(|e| e.map_or("a device failed".to_string(), |f| f.to_string()))?;
             }
-            Devices::Team(t) => t.import(state, particles)?,
+            Devices::Team(t) => t.import(state.clone(), particles)?,
         }
         self.clock = state;
         Ok(())
@@ -296,7 +313,7 @@ impl Simulation {
     /// pass, updates; then the step's largest displacement reduced over the devices.
     pub fn step(&mut self, limit: f64) -> Result<(), StepError> {
         let r = match &mut self.devices {
-            Devices::Solo(w) => w.step(limit).map(|_| w.clock),
+            Devices::Solo(w) => w.step(limit).map(|_| w.clock.clone()),
             Devices::Team(t) => t.step(limit),
         };
         match r {

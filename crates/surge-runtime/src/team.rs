@@ -66,7 +66,7 @@ pub(crate) struct Team {
 fn serve(mut w: Worker, rx: Receiver<Cmd>, tx: Sender<Reply>) {
     for cmd in rx {
         let reply = match cmd {
-            Cmd::Step(limit) => Reply::Stepped(w.step(limit).map(|_| w.clock)),
+            Cmd::Step(limit) => Reply::Stepped(w.step(limit).map(|_| w.clock.clone())),
             Cmd::Snapshot => {
                 let mut s = Snapshot::default();
                 Reply::Snapshot(w.backend.snapshot(&mut s).map(|_| s))
@@ -86,7 +86,7 @@ fn serve(mut w: Worker, rx: Receiver<Cmd>, tx: Sender<Reply>) {
             }
             Cmd::Import(clock, particles, map) => Reply::Import((|| {
                 w.backend.import_state(particles)?;
-                w.clock = clock;
+                w.set_clock(clock);
                 w.map = map;
                 w.rebuild(false).map_err(|e| e.map_or("another device failed".to_string(), |f| f.to_string()))
             })()),
@@ -284,7 +284,7 @@ impl Team {
         let parts = std::sync::Mutex::new(parts.into_iter().map(Some).collect::<Vec<_>>());
         let replies = self.all(|d| {
             let p = parts.lock().expect("parts")[d].take().unwrap_or_default();
-            Cmd::Import(clock, p, map.clone())
+            Cmd::Import(clock.clone(), p, map.clone())
         });
         for (d, r) in replies.into_iter().enumerate() {
             let d = first + d;

@@ -9,7 +9,8 @@
 use crate::exchange::{Exchange, Packet};
 use crate::simulation::StepState;
 use std::time::Instant;
-use surge_core::backend::{Backend, DeviceBlock, Failure, ForceStats, Link, Part};
+use surge_core::backend::{Backend, DeviceBlock, Failure, ForceStats, Link, Part, Update};
+use surge_core::bodies::{BodyFrame, BodyLoad, BodyState, LOAD_LEN};
 use surge_core::buffers::ParticleState;
 use surge_core::decomp::{Move, Side, SliceMap};
 use surge_core::step::{plan, time_step, Stage};
@@ -114,6 +115,13 @@ pub(crate) struct Worker {
     solid_ids: Vec<std::ops::Range<u32>>,
     /// The moving solids' moves of the current update, reused.
     solid_moves: Vec<surge_core::motion::SolidMove>,
+    /// The floating bodies' constant properties (issue 15).
+    frames: Vec<BodyFrame>,
+    /// The bodies' states where the particles are now (the step start, or the predictor's
+    /// end); the clock's are the step start's.
+    bodies_now: Vec<BodyState>,
+    /// The fluid's force and moment on each body from the last force pass.
+    body_totals: Vec<([f64; 3], [f64; 3])>,
 }
 
 impl Worker {
@@ -122,7 +130,12 @@ impl Worker {
     pub fn new(case: &Case, backend: Box<dyn Backend>, ex: Box<dyn Exchange>, map: SliceMap) -> Worker {
         let half_skin = 0.5 * backend.skin();
         let counted = backend.removed();
+        let frames = surge_core::geometry::body_frames(case);
+        let clock = StepState::start(case, &frames);
         Worker {
+            bodies_now: clock.bodies.clone(),
+            body_totals: vec![([0.0; 3], [0.0; 3]); frames.len()],
+            frames,
             fluid: surge_core::geometry::counts(case).fluid,
             counted,
             reduced: Vec::new(),
@@ -131,7 +144,7 @@ impl Worker {
             case: case.clone(),
             map,
             pending: None,
-            clock: StepState::default(),
+            clock,
             half_skin,
             times: DeviceTimes::default(),
             window_work: 0.0,
@@ -144,6 +157,12 @@ impl Worker {
             solid_ids: case.motions.iter().map(|m| surge_core::geometry::solid_ids(case, m.solid)).collect(),
             solid_moves: Vec::new(),
         }
+    }
+
+    /// Set the clock (a restart), the bodies' states with it.
+    pub fn set_clock(&mut self, clock: StepState) {
+        self.bodies_now.clone_from(&clock.bodies);
+        self.clock = clock;
     }
 
     /// This device's number.
@@ -492,7 +511,7 @@ impl Worker {
     /// One step of the plan, dt shortened so the time does not pass `limit` (see
     /// [`crate::Simulation::step`]).
     pub fn step(&mut self, limit: f64) -> Result<(), DeviceError> {
-        let c = self.clock;
+        let c = StepState { bodies: Vec::new(), ..self.clock };
         let rebuilt = !(c.drift + 2.0 * c.last_disp <= self.half_skin);
         if rebuilt {
             self.rebuild(true)?;
@@ -504,7 +523,12 @@ impl Worker {
         let mut disp = 0.0f64;
         for stage in plan(&self.case, c.step) {
             match *stage {
-                Stage::Forces => stats = self.forces(),
+                Stage::Forces => {
+                    stats = self.forces();
+                    if !self.frames.is_empty() {
+                        self.body_loads()?;
+                    }
+                }
                 Stage::ReduceDt => {
                     let mut v = std::mem::take(&mut self.reduced);
                     v.clear();
@@ -521,11 +545,27 @@ impl Worker {
                 }
                 Stage::Update(u) => {
                     let t0 = Instant::now();
-                    if !self.case.motions.is_empty() {
-                        // Every device computes the same moves from the same clock.
+                    if self.case.moving_solids() > 0 {
+                        // Every device computes the same moves from the same clock and the
+                        // same reduced body loads.
                         let mut mv = std::mem::take(&mut self.solid_moves);
                         let grid = self.backend.grid();
                         surge_core::motion::moves(&self.case.motions, &self.solid_ids, grid, u, c.time, dt, &mut mv);
+                        if !self.frames.is_empty() {
+                            let g = self.case.body_force;
+                            let start = &self.clock.bodies;
+                            let next: Vec<BodyState> = (0..self.frames.len())
+                                .map(|k| {
+                                    let (f, m) = self.body_totals[k];
+                                    start[k].advance(&self.frames[k], u, dt, f, m, g, &self.bodies_now[k])
+                                })
+                                .collect();
+                            // The wall normals are where the previous update of the step left
+                            // them: at the predictor's state for the corrector.
+                            let normals = if u == Update::Corrector { &self.bodies_now } else { start };
+                            surge_core::bodies::moves(&self.frames, start, &next, normals, grid, &mut mv);
+                            self.bodies_now = next;
+                        }
                         self.call(|b| b.set_moves(&mv));
                         self.solid_moves = mv;
                     }
@@ -559,6 +599,7 @@ impl Worker {
             return Err(Some(Failure::Leaving { removed, fluid: self.fluid, share }));
         }
         let clock = &mut self.clock;
+        clock.bodies.clone_from(&self.bodies_now);
         clock.removed = removed;
         clock.drift += disp;
         clock.last_disp = disp;
@@ -566,6 +607,43 @@ impl Worker {
         clock.time = if dt == limit - c.time { limit } else { c.time + dt };
         clock.step += 1;
         self.balance()
+    }
+
+    /// The fluid's force and moment on each floating body after a force pass, summed over
+    /// every device exactly (fixed-point integers: [`surge_core::bodies`]), moments about
+    /// each body's centre of mass where the particles are now.
+    fn body_loads(&mut self) -> Result<(), DeviceError> {
+        let t0 = Instant::now();
+        let loads: Vec<BodyLoad> = self
+            .frames
+            .iter()
+            .zip(&self.bodies_now)
+            .map(|(f, s)| BodyLoad { ids: f.ids.clone(), centre: s.centre, scale: f.scale })
+            .collect();
+        let mut sums = vec![0i64; LOAD_LEN * loads.len()];
+        self.call(|b| b.body_loads(&loads, &mut sums));
+        self.times.forces += t0.elapsed().as_secs_f64();
+        let t1 = Instant::now();
+        let r = self.ex.sum_i64(&mut sums);
+        self.times.reduce += t1.elapsed().as_secs_f64();
+        if r.is_err() {
+            self.peer_failed = true;
+        }
+        if self.broken() {
+            // The next reduction tells every device.
+            return Ok(());
+        }
+        self.body_totals = self
+            .frames
+            .iter()
+            .enumerate()
+            .map(|(k, f)| surge_core::bodies::from_fixed(&sums[LOAD_LEN * k..LOAD_LEN * (k + 1)], &f.scale))
+            .collect();
+        for (s, &(f, m)) in self.bodies_now.iter_mut().zip(&self.body_totals) {
+            s.force = f;
+            s.moment = m;
+        }
+        Ok(())
     }
 
     /// Every `balance.every` steps, the work times of all devices (forces, updates,
