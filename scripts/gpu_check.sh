@@ -17,9 +17,11 @@ run() { # name, command...
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$logs/gpu.txt"
 run info "$bin/surge" info
 run parity "$bin/gpu_parity" --ignored --nocapture --test-threads 1
-for t in physics_channel_flows physics_hydrostatic physics_taylor_green physics_dam_break physics_loads determinism motion; do
+for t in physics_channel_flows physics_hydrostatic physics_taylor_green physics_dam_break physics_loads determinism motion bodies; do
     [ -x "$bin/$t" ] && run "cuda_$t" env SURGE_TEST_BACKEND=cuda "$bin/$t" --nocapture --test-threads 1
 done
+# A floating box settling to its Archimedes draft at dp = 0.005 (tests/bodies.rs).
+[ -x "$bin/bodies" ] && run cuda_bodies_draft env SURGE_TEST_BACKEND=cuda "$bin/bodies" --ignored --nocapture
 # A user's run end to end on the GPU: frames, gauges and summary, a checkpoint, then a
 # restart that extends the run (its summary must say completed and restarted_from).
 run run_gpu "$bin/surge" run configs/dam_break_2d.toml --backend cuda --out "$logs/run" --quiet \

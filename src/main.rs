@@ -344,11 +344,7 @@ fn objects(case: &Case, counts: &surge_core::geometry::Counts) -> Vec<(String, &
         fluid.iter().enumerate().map(|(k, n)| (format!("fluid[{k}]"), kind(&case.fluid_shapes[k]), *n)).collect();
     out.extend(counts.walls.iter().enumerate().map(|(k, n)| (format!("wall[{k}]"), kind(&case.walls[k].shape), *n)));
     out.extend(
-        counts
-            .obstacles
-            .iter()
-            .enumerate()
-            .map(|(k, n)| (format!("obstacle[{k}]"), kind(&case.obstacle_shapes[k]), *n)),
+        counts.obstacles.iter().enumerate().map(|(k, n)| (case.obstacle_label(k), kind(&case.obstacle_shapes[k]), *n)),
     );
     out
 }
@@ -428,6 +424,30 @@ fn cmd_check(path: &Path, write_particles: Option<&Path>, common: &Common) -> Re
         };
         let laws: Vec<&str> = m.laws.iter().map(surge_core::motion::Law::name).collect();
         println!("motion      {solid}: {}, top speed {:.4} m/s", laws.join(" then "), m.max_speed());
+    }
+    let frames = surge_core::geometry::body_frames(&case);
+    for (b, f) in case.bodies.iter().zip(&frames) {
+        let fixed: Vec<&str> = ["x", "y", "z", "rx", "ry", "rz"]
+            .iter()
+            .zip(f.free)
+            .filter(|&(n, free)| !free && (case.dim == 3 || matches!(*n, "x" | "y" | "rz")))
+            .map(|(n, _)| *n)
+            .collect();
+        let c = &f.centre0[..case.dim];
+        let i = f.inertia0;
+        let inertia = if case.dim == 3 {
+            format!("[{:.4e}, {:.4e}, {:.4e}] (diagonal)", i[0][0], i[1][1], i[2][2])
+        } else {
+            format!("{:.4e} (about z)", i[2][2])
+        };
+        let unit = if case.dim == 3 { "kg" } else { "kg/m" };
+        println!(
+            "body        {}: {} particles, mass {:.6} {unit}, centre of mass {c:?}, inertia {inertia}{}",
+            b.name,
+            f.ids.len(),
+            f.mass,
+            if fixed.is_empty() { String::new() } else { format!(", fixed {}", fixed.join(" ")) }
+        );
     }
     for z in &case.damping {
         println!(

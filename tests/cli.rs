@@ -74,6 +74,8 @@ const BROKEN: &[(&str, &[&str])] = &[
     ("wave_height_and_spectrum.toml", &["field `obstacle[0].motion`", "either height and period", "or spectrum"]),
     ("motion_table_missing.toml", &["field `obstacle[0].motion.file`", "cannot read", "no_such_motion.csv"]),
     ("velocity_and_motion.toml", &["field `wall[0].motion`", "either velocity (constant) or motion"]),
+    ("body_density_and_mass.toml", &["field `body[0]`", "density or its mass (one of them)"]),
+    ("body_unknown_dof.toml", &["field `body[0].fixed[1]`", "`rx` is no degree of freedom of a 2D body", "x, y, rz"]),
 ];
 
 // ---------------------------------------------------------------------------------------------

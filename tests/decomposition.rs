@@ -421,6 +421,9 @@ mod blocks {
         fn set_moves(&mut self, moves: &[surge_core::motion::SolidMove]) -> Result<(), Failure> {
             self.cpu.set_moves(moves)
         }
+        fn body_loads(&mut self, bodies: &[surge_core::bodies::BodyLoad], out: &mut [i64]) -> Result<(), Failure> {
+            self.cpu.body_loads(bodies, out)
+        }
         fn snapshot(&mut self, out: &mut Snapshot) -> Result<(), Failure> {
             self.cpu.snapshot(out)
         }

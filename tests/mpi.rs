@@ -97,11 +97,13 @@ fn same_as_one_process(case: &str, extra: &[&str], steps: u64, ranks: usize, wor
     for (x, y) in a.iter().zip(&b) {
         assert_eq!(x, y, "{case}: {ranks} ranks x {workers} workers differ from one process");
     }
-    assert_eq!(
-        std::fs::read_to_string(one.join("gauges.csv")).ok(),
-        std::fs::read_to_string(many.join("gauges.csv")).ok(),
-        "gauges"
-    );
+    for table in ["gauges.csv", "bodies.csv"] {
+        assert_eq!(
+            std::fs::read_to_string(one.join(table)).ok(),
+            std::fs::read_to_string(many.join(table)).ok(),
+            "{table}"
+        );
+    }
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(many.join("summary.json")).unwrap()).unwrap();
     assert_eq!(summary["ranks"], ranks as u64);
@@ -149,6 +151,20 @@ fn moving_solids_on_2_ranks_match_one_process() {
         400,
         2,
         1,
+    );
+}
+
+/// A floating body (tests/cases/floating_2d.toml) sinking in across the cut between the
+/// ranks: its load is an integer sum over the ranks, so the particles and bodies.csv are
+/// those of one process, bitwise.
+#[test]
+fn a_floating_body_on_2_ranks_matches_one_process() {
+    same_as_one_process(
+        "cases/floating_2d.toml",
+        &["--set", "decomposition.split_axis=\"x\"", "--set", "dp=0.01", "--set", "output.gauge_interval=0.002"],
+        300,
+        2,
+        2,
     );
 }
 

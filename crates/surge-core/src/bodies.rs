@@ -144,10 +144,7 @@ pub fn add_particle_load(b: &BodyLoad, x: [f64; 3], f: [f32; 3], out: &mut [i64]
 
 /// A body's force and moment (about its centre of mass) from its fixed-point sums.
 pub fn from_fixed(sums: &[i64], scale: &LoadScale) -> ([f64; 3], [f64; 3]) {
-    (
-        std::array::from_fn(|a| sums[a] as f64 * scale.force),
-        std::array::from_fn(|a| sums[3 + a] as f64 * scale.moment),
-    )
+    (std::array::from_fn(|a| sums[a] as f64 * scale.force), std::array::from_fn(|a| sums[3 + a] as f64 * scale.moment))
 }
 
 /// The state of a body: what a checkpoint keeps.
@@ -202,7 +199,12 @@ impl BodyState {
     /// The pose that takes the particles from where the geometry put them to this state.
     pub fn pose(&self, frame: &BodyFrame) -> Pose {
         let arm = mulv(&self.rot, frame.centre0);
-        Pose { rot: self.rot, pos: sub(self.centre, arm), omega: self.omega, vel: sub(self.vel, cross(self.omega, arm)) }
+        Pose {
+            rot: self.rot,
+            pos: sub(self.centre, arm),
+            omega: self.omega,
+            vel: sub(self.vel, cross(self.omega, arm)),
+        }
     }
 
     /// Linear and angular accelerations under the fluid's `force` and `moment` (about the
@@ -349,11 +351,7 @@ pub fn frame_of(spec: &BodySpec, ids: Range<u32>, points: &[[f64; 3]], dp: f64, 
         t
     });
     let radius = points.iter().map(|p| norm(sub(*p, centre0))).fold(0.0, f64::max) + dp;
-    let free = if dim == 2 {
-        [spec.free[0], spec.free[1], false, false, false, spec.free[5]]
-    } else {
-        spec.free
-    };
+    let free = if dim == 2 { [spec.free[0], spec.free[1], false, false, false, spec.free[5]] } else { spec.free };
     BodyFrame { ids, mass, centre0, inertia0, free, radius, scale: LoadScale::new(mass, g, radius) }
 }
 

@@ -372,7 +372,13 @@ impl Checker<'_> {
     }
 
     /// A `[[body]]` table's dynamics (its shape is read as an obstacle's).
-    fn body(&self, field: &str, b: &BodyTable, solid: Solid, index: usize) -> Result<crate::bodies::BodySpec, CaseError> {
+    fn body(
+        &self,
+        field: &str,
+        b: &BodyTable,
+        solid: Solid,
+        index: usize,
+    ) -> Result<crate::bodies::BodySpec, CaseError> {
         use crate::bodies::{BodySpec, MassSpec};
         let dim = self.dim;
         let mass = match (b.density, b.mass) {
@@ -427,7 +433,9 @@ impl Checker<'_> {
         let mut free = [true; 6];
         let names: &[&str] = if dim == 2 { &["x", "y", "rz"] } else { &["x", "y", "z", "rx", "ry", "rz"] };
         for (k, n) in b.fixed.iter().flatten().enumerate() {
-            let Some(slot) = ["x", "y", "z", "rx", "ry", "rz"].iter().position(|x| x == n).filter(|_| names.contains(&n.as_str())) else {
+            let Some(slot) =
+                ["x", "y", "z", "rx", "ry", "rz"].iter().position(|x| x == n).filter(|_| names.contains(&n.as_str()))
+            else {
                 return Err(self.err(
                     format!("{field}.fixed[{k}]"),
                     format!("`{n}` is no degree of freedom of a {dim}D body: expected any of {}", names.join(", ")),
@@ -848,6 +856,16 @@ impl Checker<'_> {
     }
 }
 
+/// The case file's name of obstacle `k` when the file has `file_obstacles` of them (the
+/// floating bodies' come after).
+fn obstacle_label(k: usize, file_obstacles: usize) -> String {
+    if k < file_obstacles {
+        format!("obstacle[{k}]")
+    } else {
+        format!("body[{}]", k - file_obstacles)
+    }
+}
+
 /// `wall.N`, `obstacle.N` or `body.N` (a body is the obstacle after the file's obstacles).
 fn parse_solid(on: &str, obstacles: usize) -> Option<Solid> {
     let (kind, index) = on.split_once('.')?;
@@ -865,7 +883,9 @@ fn find_solid(f: &CaseFile, on: &str) -> Option<Solid> {
     let n = f.obstacle.len();
     match parse_solid(on, n) {
         Some(Solid::Wall(k)) => (k < f.wall.len()).then_some(Solid::Wall(k)),
-        Some(Solid::Obstacle(k)) => (k < n + f.body.len() && (k < n || on.starts_with("body."))).then_some(Solid::Obstacle(k)),
+        Some(Solid::Obstacle(k)) => {
+            (k < n + f.body.len() && (k < n || on.starts_with("body."))).then_some(Solid::Obstacle(k))
+        }
         None => f
             .wall
             .iter()
@@ -1280,14 +1300,15 @@ impl Case {
                         .map_err(|e| c.err("domain.periodic", format!("periodic axis {}: {e}", AXES[a])))?;
                 }
                 if !b.contains_box(&geometry_box, dim) {
-                    let objects = (fluid
-                        .iter()
-                        .enumerate()
-                        .map(|(k, x)| (format!("fluid[{k}]"), *x, &fluid_shapes[k])))
-                    .chain(walls.iter().enumerate().map(|(k, w)| (format!("wall[{k}]"), w.outer(dp), &w.shape)))
-                    .chain(
-                        obstacles.iter().enumerate().map(|(k, x)| (format!("obstacle[{k}]"), *x, &obstacle_shapes[k])),
-                    );
+                    let objects =
+                        (fluid.iter().enumerate().map(|(k, x)| (format!("fluid[{k}]"), *x, &fluid_shapes[k])))
+                            .chain(walls.iter().enumerate().map(|(k, w)| (format!("wall[{k}]"), w.outer(dp), &w.shape)))
+                            .chain(
+                                obstacles
+                                    .iter()
+                                    .enumerate()
+                                    .map(|(k, x)| (obstacle_label(k, f.obstacle.len()), *x, &obstacle_shapes[k])),
+                            );
                     for (name, x, shape) in objects {
                         if let Some(a) = (0..dim).find(|&a| x.min[a] < b.min[a] || x.max[a] > b.max[a]) {
                             let hint = match shape.as_deref() {
@@ -1516,7 +1537,7 @@ impl Case {
         // lattice is walked: counting it would take hours.
         let shapes = (self.fluid_shapes.iter().enumerate().map(|(k, s)| (format!("fluid[{k}]"), s.as_deref(), 0)))
             .chain(self.walls.iter().enumerate().map(|(k, w)| (format!("wall[{k}]"), w.shape.as_deref(), w.layers)))
-            .chain(self.obstacle_shapes.iter().enumerate().map(|(k, s)| (format!("obstacle[{k}]"), s.as_deref(), 0)));
+            .chain(self.obstacle_shapes.iter().enumerate().map(|(k, s)| (self.obstacle_label(k), s.as_deref(), 0)));
         for (field, s, layers) in shapes {
             let Some(s) = s else { continue };
             let points: f64 =
@@ -1545,7 +1566,7 @@ impl Case {
                     }),
                 )
                 .chain(counts.obstacles.iter().enumerate().map(|(k, n)| {
-                    (format!("obstacle[{k}]"), *n, self.obstacle_shapes[k].as_deref().map_or("box", |s| s.kind))
+                    (self.obstacle_label(k), *n, self.obstacle_shapes[k].as_deref().map_or("box", |s| s.kind))
                 }));
         for (field, n, kind) in named {
             if n == 0 {
@@ -1708,6 +1729,12 @@ impl Case {
     /// The axis along which the domain is split between devices (`decomposition.split_axis`).
     pub fn split_axis(&self) -> usize {
         self.split
+    }
+
+    /// The case file's name of obstacle `k`: `obstacle[k]`, or `body[j]` for a floating
+    /// body's.
+    pub fn obstacle_label(&self, k: usize) -> String {
+        obstacle_label(k, self.obstacles.len() - self.bodies.len())
     }
 
     /// Solids whose particles move rigidly: prescribed motions and floating bodies.

@@ -10,10 +10,10 @@ mod sort;
 mod update;
 
 use rayon::prelude::*;
-use surge_core::bodies::{add_particle_load, BodyLoad, LOAD_LEN};
 use std::ops::Range;
 use std::sync::Arc;
 use surge_core::backend::{Backend, Failure, ForceStats, Part, Snapshot, Update, UpdateStats};
+use surge_core::bodies::{add_particle_load, BodyLoad, LOAD_LEN};
 use surge_core::buffers::{self, BufferSet, Kind, ParticleArrays, ParticleState};
 use surge_core::case::{Case, Shifting};
 use surge_core::config::{KernelKind, OnExit};

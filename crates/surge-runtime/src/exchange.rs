@@ -83,7 +83,9 @@ fn to_limbs(v: &[i64]) -> Vec<f64> {
 /// The i64 values of summed limbs, wrapping.
 fn from_limbs(l: &[f64], v: &mut [i64]) {
     for (x, l) in v.iter_mut().zip(l.chunks_exact(3)) {
-        *x = (l[0] as i64).wrapping_add((l[1] as i64).wrapping_shl(LIMB)).wrapping_add((l[2] as i64).wrapping_shl(2 * LIMB));
+        *x = (l[0] as i64)
+            .wrapping_add((l[1] as i64).wrapping_shl(LIMB))
+            .wrapping_add((l[2] as i64).wrapping_shl(2 * LIMB));
     }
 }
 

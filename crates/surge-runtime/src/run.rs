@@ -223,7 +223,8 @@ pub fn run(
         summary.restarted_from = Some(r.path.display().to_string());
         summary.removed_particles = h.removed;
         let state = r.step_state();
-        sim.restore(state.clone(), r.checkpoint.particles).map_err(|e| not_started(format!("{}: {e}", r.path.display())))?;
+        sim.restore(state.clone(), r.checkpoint.particles)
+            .map_err(|e| not_started(format!("{}: {e}", r.path.display())))?;
         tracing::info!(
             "restart from {} at t = {} s (step {}), {} frames so far",
             r.path.display(),

@@ -125,7 +125,12 @@ impl Simulation {
     pub fn new(case: Case, backend: Box<dyn Backend>) -> Simulation {
         let map = SliceMap::single(backend.grid().layers(), surge_core::decomp::halo(&case, backend.grid()));
         let worker = Worker::new(&case, backend, Box::new(Solo), map);
-        Simulation { clock: worker.clock.clone(), case, cluster: Arc::new(Single), devices: Devices::Solo(Box::new(worker)) }
+        Simulation {
+            clock: worker.clock.clone(),
+            case,
+            cluster: Arc::new(Single),
+            devices: Devices::Solo(Box::new(worker)),
+        }
     }
 
     /// The ranks of the run.

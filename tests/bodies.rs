@@ -1,0 +1,142 @@
+//! Floating bodies (issue 15), on tests/cases/floating_2d.toml: a rectangle of density
+//! 500 kg/m³ in a 2D tank.
+//!
+//! - In the air, a body falls as g t²/2, keeps a given spin, and holds its fixed degrees of
+//!   freedom, to rounding; each of its particles is where the body's pose puts it.
+//! - Released at half its draft, it floats at its Archimedes draft (mass = displaced water)
+//!   within 1 % of the draft (the issue's tolerance).
+//! - Bitwise the same on 1, 2 and 3 devices split along x (the body crosses the cuts: its
+//!   load is an integer sum over the devices), and across a restart.
+
+mod common;
+
+use common::*;
+use surge_core::buffers::ParticleState;
+use surge_core::Case;
+
+fn floating(overrides: &[&str]) -> Case {
+    let path = repo_file("tests/cases/floating_2d.toml");
+    let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+    Case::from_file(&path, &o).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// 0.2 s of free flight from 0.3 m above the water (its lowest corner ends 4 cm above it,
+/// beyond the kernel's reach), thrown sideways with x held and spinning at 1 rad/s: the
+/// centre at `y0 - g t²/2` and the angle `t` to rounding (a few ulps per step); every
+/// particle where the pose puts it (float32 offsets: the bound of tests/motion.rs, one ulp
+/// of a half cell per step).
+#[test]
+fn a_body_in_the_air_falls_spins_and_holds_its_fixed_axes_exactly() {
+    for scheme in ["symplectic", "verlet"] {
+        let case = floating(&[
+            &format!("time.scheme=\"{scheme}\""),
+            "time.end=0.2",
+            "body.0.min=[0.34, 0.8]",
+            "body.0.max=[0.66, 0.96]",
+            "body.0.velocity=[0.3, 0.0]",
+            "body.0.omega=[1.0]",
+            "body.0.fixed=[\"x\"]",
+        ]);
+        let frame = &surge_core::geometry::body_frames(&case)[0];
+        let mut sim = sim(&case, 2);
+        let start = by_id(&sim.snapshot().unwrap());
+        let (y0, g) = (frame.centre0[1], 9.81);
+        let ulp = f32::EPSILON as f64 * 0.5 * (2.0 * case.h * 1.15);
+        let mut steps = 0u32;
+        while sim.time() < case.end_time {
+            sim.step(f64::INFINITY).unwrap();
+            steps += 1;
+            let t = sim.time();
+            let b = sim.bodies()[0];
+            assert_eq!(b.centre[0], frame.centre0[0], "{scheme}: x is fixed");
+            assert_eq!(b.vel[0], 0.0, "{scheme}: the sideways velocity is dropped");
+            assert!(
+                (b.centre[1] - (y0 - 0.5 * g * t * t)).abs() < steps as f64 * 1e-14,
+                "{scheme}, t = {t}: y = {}",
+                b.centre[1]
+            );
+            assert!((b.vel[1] + g * t).abs() < steps as f64 * 1e-13, "{scheme}, t = {t}: vy = {}", b.vel[1]);
+            let angle = b.rot[1][0].atan2(b.rot[0][0]);
+            assert!((angle - t).abs() < steps as f64 * 1e-14, "{scheme}, t = {t}: angle {angle}");
+            assert_eq!(b.force, [0.0; 3], "{scheme}: no fluid within reach");
+            if steps % 50 == 0 {
+                let now = by_id(&sim.snapshot().unwrap());
+                let pose = b.pose(frame);
+                for id in frame.ids.clone() {
+                    let i = id as usize;
+                    let want = pose.apply(start.pos[i]);
+                    let err = (0..2).map(|a| (now.pos[i][a] - want[a]).abs()).fold(0.0, f64::max);
+                    assert!(err <= steps as f64 * ulp, "{scheme}, step {steps}: particle {id} is {err:.3e} m off");
+                    let v = pose.velocity_at(now.pos[i]);
+                    assert!((0..2).all(|a| (now.vel[i][a] as f64 - v[a]).abs() < 1e-5), "{scheme}: particle {id}");
+                }
+            }
+        }
+        assert!(steps > 100, "{steps} steps");
+    }
+}
+
+/// Released with half its draft under water, the body oscillates about and settles to the
+/// draft at which its weight equals that of the water it displaces, d = m / (rho0 B) =
+/// 0.08 m for its beam B: its mean draft over the last 2 s of 4 s (the mean water level of
+/// the two gauges beside it less the height of its bottom) is within 1 % of d (the issue's
+/// tolerance). The draft must span many spacings: measured on the CPU with mDBC, -2.6 % at
+/// dp = 0.02 (4 spacings; -5 % with DBC, whose wall gap makes the body look wider and
+/// deeper to the water), so this runs at dp = 0.005 (16 spacings; `SURGE_FLOAT_DP` to
+/// change), on a GPU (`SURGE_TEST_BACKEND=cuda`; scripts/gpu_check.sh): `--ignored`.
+#[test]
+#[ignore = "dp = 0.005 for 4 s: a GPU run (scripts/gpu_check.sh)"]
+fn a_floating_box_settles_at_its_archimedes_draft() {
+    let dp = std::env::var("SURGE_FLOAT_DP").unwrap_or_else(|_| "0.005".into());
+    let case = floating(&["time.end=4.0", &format!("dp={dp}")]);
+    let frame = surge_core::geometry::body_frames(&case)[0].clone();
+    let mut sim = sim(&case, 2);
+    let (beam, height) = (0.32, 0.16);
+    let draft = frame.mass / (case.rho0 * beam);
+    let (mut sum, mut n) = (0.0, 0u32);
+    let mut deepest = 0.0f64;
+    while sim.time() < case.end_time {
+        sim.step(f64::INFINITY).unwrap();
+        let bottom = sim.bodies()[0].centre[1] - 0.5 * height;
+        let g = sim.gauges().unwrap();
+        let d = 0.5 * (g[0] + g[1]) - bottom;
+        deepest = deepest.max(d);
+        if sim.time() >= 2.0 {
+            sum += d;
+            n += 1;
+        }
+    }
+    let mean = sum / n as f64;
+    let tilt = sim.bodies()[0].rot[1][0].atan2(sim.bodies()[0].rot[0][0]);
+    println!(
+        "Archimedes draft {draft} m: deepest {deepest:.5} m, mean over 2-4 s {mean:.5} m ({:+.2} %), tilt {tilt:.2e} rad",
+        100.0 * (mean - draft) / draft
+    );
+    assert!(deepest > draft, "it sank in past its draft first: {deepest}");
+    assert!((mean - draft).abs() <= 0.01 * draft, "mean draft {mean} vs {draft}");
+}
+
+#[test]
+fn bodies_are_bitwise_the_same_on_1_2_and_3_devices_and_across_a_restart() {
+    let case = floating(&["decomposition.split_axis=\"x\"", "dp=0.01", "time.end=0.15"]);
+    let mut one = sim_devices(&case, 1);
+    run_to(&mut one, case.end_time);
+    let reference = one.snapshot().unwrap();
+    let body = one.bodies()[0];
+    assert!(body.force[1] != 0.0 && body.vel[1] < 0.0, "the body is sinking in: {body:?}");
+    for n in [2, 3] {
+        let mut many = sim_devices(&case, n);
+        run_to(&mut many, case.end_time);
+        assert_same_particles(&many.snapshot().unwrap(), &reference, &format!("{n} devices"));
+        assert_eq!(many.bodies(), one.bodies(), "{n} devices: the bodies' states");
+    }
+    let mut first = sim_devices(&case, 2);
+    run_to(&mut first, 0.07);
+    let mut particles = ParticleState::default();
+    first.export_particles(&mut particles).unwrap();
+    let mut second = sim_devices(&case, 1);
+    second.restore(first.step_state(), particles).unwrap();
+    run_to(&mut second, case.end_time);
+    assert_same_particles(&second.snapshot().unwrap(), &reference, "restarted");
+    assert_eq!(second.bodies(), one.bodies(), "restarted: the bodies' states");
+}
