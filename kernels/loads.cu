@@ -2,28 +2,12 @@
 // step.cu after its helpers; never launched within a step.
 #include "physics/loads.cuh"
 
-// The fluid's force on each owned boundary particle first..first+count (storage order)
-// whose id lies in one of the `nranges` ranges [ranges[2k], ranges[2k + 1]), where it is not
-// zero. Each such particle takes the next entry (atomicAdd on `counter`: any order, the host
-// sorts by id) of `out`, 12 words each: force xyz (float bits), id, cell offset xyz (float
-// bits), 0, cell xyz, 0; at most `capacity` entries are written. Neighbours: the fluid
-// particles held in the window [wlo, whi), in stencil then storage order, as forces_kernel.
-extern "C" __global__ void boundary_loads_kernel(int first, int count, int wlo, int whi, int nranges,
-                                                 const unsigned *ranges, const float4 *pos, const float4 *vel,
-                                                 const int4 *cell, const uint2 *info, const float4 *wall,
-                                                 const float4 *mdbc, const unsigned *cell_start, unsigned capacity, unsigned *counter,
-                                                 unsigned *out) {
-    const int t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= count) return;
-    const int i = first + t;
-    const uint2 in = info[i];
-    if (in.y == 0u) return;
-    bool wanted = false;
-    for (int k = 0; k < nranges; ++k) wanted = wanted || (in.x >= ranges[2 * k] && in.x < ranges[2 * k + 1]);
-    if (!wanted) return;
-    const float4 p4 = pos[i];
-    const float4 v4 = vel[i];
-    const int4 ci = cell[i];
+// The fluid's force on boundary particle i (at p4 in cell ci, velocity and density v4):
+// minus the momentum terms it gives each fluid neighbour held in the window [wlo, whi),
+// in stencil then storage order, as forces_kernel sums them.
+__device__ float3 fluid_load(int i, float4 p4, float4 v4, int4 ci, int wlo, int whi, const float4 *pos,
+                             const float4 *vel, const float4 *wall, const float4 *mdbc,
+                             const unsigned *cell_start) {
     PairParticle pb = {xyz(v4), RHO0 * (1.0f + v4.w), pressure_of(v4.w), p4.w};
 #if VISC == 2 && !MDBC
     const float4 wb = wall[i];
@@ -62,6 +46,31 @@ extern "C" __global__ void boundary_loads_kernel(int first, int count, int wlo, 
             }
         }
     }
+    return f;
+}
+
+// The fluid's force on each owned boundary particle first..first+count (storage order)
+// whose id lies in one of the `nranges` ranges [ranges[2k], ranges[2k + 1]), where it is not
+// zero. Each such particle takes the next entry (atomicAdd on `counter`: any order, the host
+// sorts by id) of `out`, 12 words each: force xyz (float bits), id, cell offset xyz (float
+// bits), 0, cell xyz, 0; at most `capacity` entries are written. Neighbours: the fluid
+// particles held in the window [wlo, whi), in stencil then storage order, as forces_kernel.
+extern "C" __global__ void boundary_loads_kernel(int first, int count, int wlo, int whi, int nranges,
+                                                 const unsigned *ranges, const float4 *pos, const float4 *vel,
+                                                 const int4 *cell, const uint2 *info, const float4 *wall,
+                                                 const float4 *mdbc, const unsigned *cell_start, unsigned capacity, unsigned *counter,
+                                                 unsigned *out) {
+    const int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= count) return;
+    const int i = first + t;
+    const uint2 in = info[i];
+    if (in.y == 0u) return;
+    bool wanted = false;
+    for (int k = 0; k < nranges; ++k) wanted = wanted || (in.x >= ranges[2 * k] && in.x < ranges[2 * k + 1]);
+    if (!wanted) return;
+    const float4 p4 = pos[i];
+    const int4 ci = cell[i];
+    const float3 f = fluid_load(i, p4, vel[i], ci, wlo, whi, pos, vel, wall, mdbc, cell_start);
     if (f.x == 0.0f && f.y == 0.0f && f.z == 0.0f) return;
     const unsigned e = atomicAdd(counter, 1u);
     if (e >= capacity) return;
@@ -78,4 +87,58 @@ extern "C" __global__ void boundary_loads_kernel(int first, int count, int wlo, 
     o[9] = (unsigned)ci.y;
     o[10] = (unsigned)ci.z;
     o[11] = 0u;
+}
+
+// Floating bodies: the fixed-point sums of the fluid's force on each owned particle
+// first..first+count of each body and of its moment about the body's centre (the CPU twin:
+// surge_core::bodies::add_particle_load). `table`: the grid's origin xyz and cell size xyz,
+// 2 unused, then 8 per body: first id, one past the last, centre xyz, force step, moment
+// step, unused. Each particle's contribution is rounded to an integer of its step
+// (float64, no contraction: the CPU's values), the integers summed over the warp and added
+// to `out` (6 per body) with one atomic each: integer sums, the same in any order.
+extern "C" __global__ void body_loads_kernel(int first, int count, int wlo, int whi, int nbodies,
+                                             const double *__restrict__ table, const float4 *pos, const float4 *vel,
+                                             const int4 *cell, const uint2 *info, const float4 *wall,
+                                             const float4 *mdbc, const unsigned *cell_start,
+                                             unsigned long long *out) {
+    const int t = blockIdx.x * blockDim.x + threadIdx.x;
+    const int i = first + t;
+    int body = -1;
+    long long v[6] = {0, 0, 0, 0, 0, 0};
+    if (t < count) {
+        const uint2 in = info[i];
+        for (int k = 0; k < nbodies; ++k) {
+            const double *b = table + 8 + 8 * k;
+            if (in.y != 0u && (double)in.x >= b[0] && (double)in.x < b[1]) body = k;
+        }
+        if (body >= 0) {
+            const float4 p4 = pos[i];
+            const int4 ci = cell[i];
+            const float3 f = fluid_load(i, p4, vel[i], ci, wlo, whi, pos, vel, wall, mdbc, cell_start);
+            const double *b = table + 8 + 8 * body;
+            const int c[3] = {ci.x, ci.y, ci.z};
+            const float o[3] = {p4.x, p4.y, p4.z};
+            double d[3];
+            for (int a = 0; a < 3; ++a) {
+                const double x = a < DIM ? __dadd_rn(__dadd_rn(table[a], __dmul_rn((double)c[a] + 0.5, table[3 + a])),
+                                                     (double)o[a])
+                                         : 0.0;
+                d[a] = __dsub_rn(x, b[2 + a]);
+            }
+            const double fd[3] = {(double)f.x, (double)f.y, (double)f.z};
+            for (int a = 0; a < 3; ++a) {
+                const int a1 = (a + 1) % 3, a2 = (a + 2) % 3;
+                const double m = __dsub_rn(__dmul_rn(d[a1], fd[a2]), __dmul_rn(d[a2], fd[a1]));
+                v[a] = __double2ll_rn(__ddiv_rn(fd[a], b[5]));
+                v[3 + a] = __double2ll_rn(__ddiv_rn(m, b[6]));
+            }
+        }
+    }
+    for (int k = 0; k < nbodies; ++k) {
+        for (int a = 0; a < 6; ++a) {
+            long long x = body == k ? v[a] : 0;
+            for (int o = 16; o > 0; o >>= 1) x += __shfl_down_sync(0xffffffffu, x, o);
+            if ((threadIdx.x & 31) == 0 && x != 0) atomicAdd(&out[6 * k + a], (unsigned long long)x);
+        }
+    }
 }

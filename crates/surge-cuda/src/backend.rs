@@ -17,7 +17,7 @@ use std::sync::Arc;
 use surge_core::backend::{
     Backend, BadParticle, DeviceBlock, Failure, ForceStats, Link, Part, Snapshot, Update, UpdateStats,
 };
-use surge_core::bodies::{add_particle_load, BodyLoad, LOAD_LEN};
+use surge_core::bodies::{BodyLoad, LOAD_LEN};
 use surge_core::buffers::{self, BufferId, BufferSet, ParticleState};
 use surge_core::case::{Case, Gauge};
 use surge_core::config::OnExit;
@@ -84,6 +84,7 @@ struct Kernels {
     gauge_sums: CudaFunction,
     front: CudaFunction,
     boundary_loads: CudaFunction,
+    body_loads: CudaFunction,
 }
 
 /// The particles a rebuild's sort drops: of the first `held` (those held before the
@@ -237,8 +238,10 @@ pub struct CudaBackend {
     loads_ids: CudaSlice<u32>,
     loads_count: CudaSlice<u32>,
     loads_out: CudaSlice<u32>,
-    /// Floating bodies: the loads of the last force pass, reused.
-    body_entries: Vec<ParticleLoad>,
+    /// Floating bodies: the grid and the bodies for `body_loads_kernel` (8 float64 each),
+    /// and its sums (6 per body).
+    body_table: CudaSlice<f64>,
+    body_out: CudaSlice<u64>,
 }
 
 /// A CUDA failure, naming what was running.
@@ -446,6 +449,7 @@ impl CudaBackend {
             gauge_sums: f("gauge_sums_kernel")?,
             front: f("front_kernel")?,
             boundary_loads: f("boundary_loads_kernel")?,
+            body_loads: f("body_loads_kernel")?,
         };
         let stream = ctx.default_stream();
 
@@ -564,7 +568,12 @@ impl CudaBackend {
             loads_ids: zeros(2, "force gauge ids")?,
             loads_count: zeros(1, "force gauge counter")?,
             loads_out: zeros(12, "force gauge loads")?,
-            body_entries: Vec::new(),
+            body_table: stream
+                .alloc_zeros::<f64>(8 * (1 + case.bodies.len()))
+                .map_err(|e| fail("allocating the bodies' table", e))?,
+            body_out: stream
+                .alloc_zeros::<u64>(LOAD_LEN * case.bodies.len().max(1))
+                .map_err(|e| fail("allocating the bodies' loads", e))?,
             case: Arc::new(case.clone()),
             consts: Constants::of(case),
             win: whole.clone(),
@@ -1428,6 +1437,44 @@ impl CudaBackend {
         Ok(())
     }
 
+    fn try_body_loads(&mut self, bodies: &[BodyLoad], out: &mut [i64]) -> Result<(), String> {
+        let what = "body_loads_kernel";
+        let len = LOAD_LEN * bodies.len();
+        if 8 * (1 + bodies.len()) > self.body_table.len() || len > self.body_out.len() {
+            return Err(format!("{what}: {} bodies for tables of {}", bodies.len(), self.body_out.len() / LOAD_LEN));
+        }
+        let g = &self.whole;
+        let mut table = vec![g.origin[0], g.origin[1], g.origin[2], g.cell[0], g.cell[1], g.cell[2], 0.0, 0.0];
+        for b in bodies {
+            table.extend([b.ids.start as f64, b.ids.end as f64]);
+            table.extend(b.centre);
+            table.extend([b.scale.force, b.scale.moment, 0.0]);
+        }
+        let stream = self.stream.clone();
+        stream.memcpy_htod(&table, &mut self.body_table.slice_mut(0..table.len())).map_err(|e| fail(what, e))?;
+        stream.memset_zeros(&mut self.body_out.slice_mut(0..len)).map_err(|e| fail(what, e))?;
+        let (first, count, nbodies) = (self.own.start as i32, self.own.len() as i32, bodies.len() as i32);
+        let (wlo, whi) = self.win.window;
+        {
+            let CudaBackend { k, pos, vel, cell, info, wall, mdbc, cell_start, dummy, body_table, body_out, .. } = self;
+            let mut b = stream.launch_builder(&k.body_loads);
+            b.arg(&first).arg(&count).arg(&wlo).arg(&whi).arg(&nbodies).arg(&*body_table);
+            b.arg(&*pos).arg(&*vel).arg(&*cell).arg(&*info).arg(wall.as_ref().unwrap_or(dummy));
+            b.arg(mdbc.as_ref().unwrap_or(dummy)).arg(&*cell_start).arg(body_out);
+            // SAFETY: argument types match body_loads_kernel; first + count <= n; `body_table`
+            // holds 8 (1 + nbodies) float64 and `body_out` 6 nbodies; `wall` is read only with
+            // laminar viscosity and `mdbc` only with mDBC, which allocate them.
+            unsafe { b.launch(cfg(self.own.len())) }.map_err(|e| fail(what, e))?;
+        }
+        let mut sums = vec![0u64; len];
+        stream.memcpy_dtoh(&self.body_out.slice(0..len), &mut sums).map_err(|e| fail(what, e))?;
+        self.settle(what)?;
+        for (o, s) in out.iter_mut().zip(sums) {
+            *o = o.wrapping_add(s as i64);
+        }
+        Ok(())
+    }
+
     /// The device buffer of a conserved buffer id; an error names one the case lacks.
     fn conserved(&self, id: BufferId) -> Result<&CudaSlice<u32>, String> {
         match id {
@@ -1907,16 +1954,7 @@ impl Backend for CudaBackend {
 
     fn body_loads(&mut self, bodies: &[BodyLoad], out: &mut [i64]) -> Result<(), Failure> {
         self.bind()?;
-        let ids: Vec<Range<u32>> = bodies.iter().map(|b| b.ids.clone()).collect();
-        let mut loads = std::mem::take(&mut self.body_entries);
-        self.try_boundary_loads(&ids, &mut loads)?;
-        for l in &loads {
-            if let Some(k) = bodies.iter().position(|b| b.ids.contains(&l.id)) {
-                add_particle_load(&bodies[k], l.pos, l.force, &mut out[LOAD_LEN * k..LOAD_LEN * (k + 1)]);
-            }
-        }
-        self.body_entries = loads;
-        Ok(())
+        Ok(self.try_body_loads(bodies, out)?)
     }
 
     fn snapshot(&mut self, out: &mut Snapshot) -> Result<(), Failure> {
