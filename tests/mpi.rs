@@ -164,7 +164,7 @@ fn a_floating_body_on_2_ranks_matches_one_process() {
         &["--set", "decomposition.split_axis=\"x\"", "--set", "dp=0.01", "--set", "output.gauge_interval=0.002"],
         300,
         2,
-        2,
+        1,
     );
 }
 
