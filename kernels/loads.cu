@@ -89,13 +89,67 @@ extern "C" __global__ void boundary_loads_kernel(int first, int count, int wlo, 
     o[11] = 0u;
 }
 
-// Floating bodies: the fixed-point sums of the fluid's force on each owned particle
-// first..first+count of each body and of its moment about the body's centre (the CPU twin:
-// surge_core::bodies::add_particle_load). `table`: the grid's origin xyz and cell size xyz,
-// 2 unused, then 8 per body: first id, one past the last, centre xyz, force step, moment
-// step, unused. Each particle's contribution is rounded to an integer of its step
-// (float64, no contraction: the CPU's values), the integers summed over the warp and added
-// to `out` (6 per body) with one atomic each: integer sums, the same in any order.
+// Floating bodies: the fixed-point sums of the load on each owned particle
+// first..first+count of each body (the fluid's force, then its contacts with other solids'
+// particles closer than dp) and of its moment about the body's centre (the CPU twin:
+// surge-cpu's loads::body_loads and surge_core::bodies::add_particle_load). `table`: the
+// grid's origin xyz and cell size xyz, dp, 1 unused, then 10 per body: first id, one past
+// the last, centre xyz, force step, moment step, contact spring and damper, unused. Each
+// particle's contribution is rounded to an integer of its step (float64, no contraction:
+// the CPU's values), the integers summed over the warp and added to `out` (6 per body)
+// with one atomic each: integer sums, the same in any order.
+#define BODY_WORDS 10
+
+// The contact force on a body's particle (at p4, velocity v4, in cell ci; its body's entry
+// `b` of `table`) from the boundary particles of other solids closer than dp, in stencil
+// then storage order: surge_core::bodies::contact_force with the pair's spring and damper
+// (surge_core::bodies::pair_contact).
+__device__ float3 body_contacts(float4 p4, float4 v4, int4 ci, int wlo, int whi, const double *b,
+                                const double *table, int nbodies, const float4 *pos, const float4 *vel,
+                                const uint2 *info, const unsigned *cell_start) {
+    const float dp = (float)table[6];
+    float3 f = v3(0.0f, 0.0f, 0.0f);
+    const int zlo = DIM == 3 ? -R : 0, zhi = DIM == 3 ? R : 0;
+    for (int dz = zlo; dz <= zhi; ++dz) {
+        int cz;
+        if (!neighbour_axis(ci.z, dz, NZ, PERZ, cz) || !in_window(2, cz, wlo, whi)) continue;
+        for (int dy = -R; dy <= R; ++dy) {
+            int cy;
+            if (!neighbour_axis(ci.y, dy, NY, PERY, cy) || !in_window(1, cy, wlo, whi)) continue;
+            for (int dx = -R; dx <= R; ++dx) {
+                int cx;
+                if (!neighbour_axis(ci.x, dx, NX, PERX, cx) || !in_window(0, cx, wlo, whi)) continue;
+                const int k = cell_linear(cx, cy, cz, wlo);
+                const unsigned mid = cell_start[2 * k + 1], e = cell_start[2 * k + 2];
+                const float bx = p4.x - (float)dx * CSX, by = p4.y - (float)dy * CSY, bz = p4.z - (float)dz * CSZ;
+                for (unsigned j = mid; j < e; ++j) {
+                    const float4 pj4 = pos[j];
+                    const float3 r = v3(bx - pj4.x, by - pj4.y, bz - pj4.z);
+                    const float r2 = norm2(r);
+                    const double idj = (double)info[j].x;
+                    if (r2 < dp * dp && r2 > 0.0f && !(idj >= b[0] && idj < b[1])) {
+                        double kc = b[7], cc = b[8];
+                        for (int o = 0; o < nbodies; ++o) {
+                            const double *ob = table + 8 + BODY_WORDS * o;
+                            if (idj >= ob[0] && idj < ob[1]) {
+                                kc = fmin(kc, ob[7]);
+                                cc = fmin(cc, ob[8]);
+                            }
+                        }
+                        const float4 vj4 = vel[j];
+                        const float d = sqrtf(r2);
+                        const float3 n = v3(r.x / d, r.y / d, r.z / d);
+                        const float vn = (v4.x - vj4.x) * n.x + (v4.y - vj4.y) * n.y + (v4.z - vj4.z) * n.z;
+                        const float fn = fmaxf((float)kc * (dp - d) - (float)cc * vn, 0.0f);
+                        f = f + n * fn;
+                    }
+                }
+            }
+        }
+    }
+    return f;
+}
+
 extern "C" __global__ void body_loads_kernel(int first, int count, int wlo, int whi, int nbodies,
                                              const double *__restrict__ table, const float4 *pos, const float4 *vel,
                                              const int4 *cell, const uint2 *info, const float4 *wall,
@@ -108,14 +162,16 @@ extern "C" __global__ void body_loads_kernel(int first, int count, int wlo, int 
     if (t < count) {
         const uint2 in = info[i];
         for (int k = 0; k < nbodies; ++k) {
-            const double *b = table + 8 + 8 * k;
+            const double *b = table + 8 + BODY_WORDS * k;
             if (in.y != 0u && (double)in.x >= b[0] && (double)in.x < b[1]) body = k;
         }
         if (body >= 0) {
             const float4 p4 = pos[i];
             const int4 ci = cell[i];
-            const float3 f = fluid_load(i, p4, vel[i], ci, wlo, whi, pos, vel, wall, mdbc, cell_start);
-            const double *b = table + 8 + 8 * body;
+            const float4 v4 = vel[i];
+            float3 f = fluid_load(i, p4, v4, ci, wlo, whi, pos, vel, wall, mdbc, cell_start);
+            const double *b = table + 8 + BODY_WORDS * body;
+            f = f + body_contacts(p4, v4, ci, wlo, whi, b, table, nbodies, pos, vel, info, cell_start);
             const int c[3] = {ci.x, ci.y, ci.z};
             const float o[3] = {p4.x, p4.y, p4.z};
             double d[3];

@@ -149,3 +149,37 @@ fn bodies_are_bitwise_the_same_on_1_2_and_3_devices_and_across_a_restart() {
     assert_same_particles(&second.snapshot().unwrap(), &reference, "restarted");
     assert_eq!(second.bodies(), one.bodies(), "restarted: the bodies' states");
 }
+
+/// Two boxes of density 2000 kg/m³ sink, one onto the floor and the other onto it: after
+/// 2 s both are at rest (speed below 1 % of the speed they would reach falling the tank's
+/// depth in air, sqrt(2 g 0.5) = 3.1 m/s), and neither surface (dp/2 outside a solid's
+/// outer particles) is more than 0.5 dp into the one it rests on (the issue's bound).
+#[test]
+fn sinking_bodies_come_to_rest_on_the_floor_and_on_each_other() {
+    let case = floating(&[
+        "time.end=2.0",
+        "body=[{name=\"lower\", min=[0.34, 0.2], max=[0.66, 0.36], density=2000.0}, \
+         {name=\"upper\", min=[0.42, 0.4], max=[0.58, 0.56], density=2000.0}]",
+    ]);
+    let frames = surge_core::geometry::body_frames(&case);
+    let mut sim = sim(&case, 2);
+    run_to(&mut sim, case.end_time);
+    let s = by_id(&sim.snapshot().unwrap());
+    let ys = |k: usize| frames[k].ids.clone().map(|id| s.pos[id as usize][1]);
+    let (half, dp) = (0.5 * case.dp, case.dp);
+    let into_floor = -(ys(0).fold(f64::MAX, f64::min) - half);
+    let into_lower = ys(0).fold(f64::MIN, f64::max) + half - (ys(1).fold(f64::MAX, f64::min) - half);
+    let speeds: Vec<f64> = sim.bodies().iter().map(|b| b.vel[0].hypot(b.vel[1])).collect();
+    let tilts: Vec<f64> = sim.bodies().iter().map(|b| b.rot[1][0].atan2(b.rot[0][0])).collect();
+    println!(
+        "at rest: speeds {speeds:?} m/s, tilts {tilts:?} rad; the lower box {:.3} dp into the floor, the upper {:.3} dp into the lower",
+        into_floor / dp,
+        into_lower / dp
+    );
+    assert!(speeds.iter().all(|&v| v < 0.031), "not at rest: {speeds:?}");
+    assert!(tilts.iter().all(|t| t.abs() < 0.01), "tilted: {tilts:?}");
+    assert!(into_floor <= 0.5 * dp, "the lower box is {} dp into the floor", into_floor / dp);
+    assert!(into_lower <= 0.5 * dp, "the upper box is {} dp into the lower", into_lower / dp);
+    // Resting, not hovering: within a spacing of the surface below.
+    assert!(into_floor > -dp && into_lower > -dp, "{into_floor} {into_lower}");
+}

@@ -26,6 +26,10 @@
 //! `I = R I0 Rᵀ`; components of fixed degrees of freedom are zero. The move of the body's
 //! particles over an update is then a [`crate::motion::SolidMove`] like a prescribed
 //! motion's: positions and velocities exact to rounding from the pose, no drift.
+//!
+//! A body touches other solids (walls, obstacles, bodies) through its particles: a pair
+//! closer than dp pushes apart with a spring and a damper ([`contact_force`]), added to the
+//! particle's load, so the contact is summed like the fluid's force.
 
 use crate::backend::Update;
 use crate::case::Solid;
@@ -82,6 +86,8 @@ pub struct BodyFrame {
     pub radius: f64,
     /// Fixed-point steps of its load sums.
     pub scale: LoadScale,
+    /// Contact with other solids: spring (N/m) and damper (N s/m) of one particle pair.
+    pub contact: [f64; 2],
 }
 
 /// The fixed-point steps in which one body's loads are summed: each particle's force
@@ -127,6 +133,33 @@ pub struct BodyLoad {
     pub centre: [f64; 3],
     /// Fixed-point steps.
     pub scale: LoadScale,
+    /// Contact spring and damper of one particle pair ([`BodyFrame::contact`]).
+    pub contact: [f64; 2],
+}
+
+/// The contact force on a body's particle from a particle of another solid closer than the
+/// spacing `dp` (solids that touch have their outer particles dp apart): a spring
+/// `k (dp - r)` along the line of centres and a damper `c` on the approach speed, repulsive
+/// only. `r = x_i - x_j` (float32, as the neighbour loop gives it), `v = v_i - v_j`; `k`,
+/// `c` the lower of the two bodies' (a wall's are the body's). The CPU twin of the contact
+/// loop of `body_loads_kernel`.
+#[inline]
+pub fn contact_force(r: [f32; 3], r2: f32, v: [f32; 3], dp: f32, k: f32, c: f32) -> [f32; 3] {
+    let d = r2.sqrt();
+    let n = [r[0] / d, r[1] / d, r[2] / d];
+    let vn = v[0] * n[0] + v[1] * n[1] + v[2] * n[2];
+    let f = (k * (dp - d) - c * vn).max(0.0);
+    [n[0] * f, n[1] * f, n[2] * f]
+}
+
+/// The contact spring and damper of a pair: the lower of the body's and, when `j` is a
+/// particle of another body, that body's.
+#[inline]
+pub fn pair_contact(own: &BodyLoad, bodies: &[BodyLoad], j: u32) -> [f64; 2] {
+    bodies
+        .iter()
+        .find(|b| b.ids.contains(&j))
+        .map_or(own.contact, |b| [own.contact[0].min(b.contact[0]), own.contact[1].min(b.contact[1])])
 }
 
 /// Add the load of one particle at `x` with force `f` to a body's fixed-point sums `out`
@@ -351,8 +384,13 @@ pub fn frame_of(spec: &BodySpec, ids: Range<u32>, points: &[[f64; 3]], dp: f64, 
         t
     });
     let radius = points.iter().map(|p| norm(sub(*p, centre0))).fold(0.0, f64::max) + dp;
+    // Contact: resting on a whole face (about n^((dim-1)/dim) particle pairs), the body's
+    // weight presses it a tenth of a spacing in, and the face's damping is half critical.
+    let face = n.powf((dim as f64 - 1.0) / dim as f64).max(1.0);
+    let k = mass * g.max(1.0) / (0.1 * dp * face);
+    let contact = [k, (k * mass / face).sqrt()];
     let free = if dim == 2 { [spec.free[0], spec.free[1], false, false, false, spec.free[5]] } else { spec.free };
-    BodyFrame { ids, mass, centre0, inertia0, free, radius, scale: LoadScale::new(mass, g, radius) }
+    BodyFrame { ids, mass, centre0, inertia0, free, radius, scale: LoadScale::new(mass, g, radius), contact }
 }
 
 /// The moves of the case's bodies over update `which` (`from` the states at the step start,
@@ -459,7 +497,8 @@ mod tests {
 
     #[test]
     fn fixed_point_sums_do_not_depend_on_the_order() {
-        let b = BodyLoad { ids: 0..100, centre: [0.1, 0.2, 0.3], scale: LoadScale::new(2.0, 9.81, 0.3) };
+        let b =
+            BodyLoad { ids: 0..100, centre: [0.1, 0.2, 0.3], scale: LoadScale::new(2.0, 9.81, 0.3), contact: [0.0; 2] };
         let loads: Vec<([f64; 3], [f32; 3])> = (0..100)
             .map(|i| {
                 let x = i as f64 * 0.37;

@@ -362,9 +362,8 @@ impl Backend for CpuBackend {
     }
 
     fn body_loads(&mut self, bodies: &[BodyLoad], out: &mut [i64]) -> Result<(), Failure> {
-        let ids: Vec<Range<u32>> = bodies.iter().map(|b| b.ids.clone()).collect();
-        let mut loads = Vec::new();
-        self.boundary_loads(&ids, &mut loads).map_err(Failure::Device)?;
+        let CpuBackend { case, consts, grid, whole, a, cell_start, pool, own, .. } = self;
+        let loads = pool.install(|| loads::body_loads(case, consts, grid, whole, cell_start, a, own.clone(), bodies));
         for l in &loads {
             if let Some(k) = bodies.iter().position(|b| b.ids.contains(&l.id)) {
                 add_particle_load(&bodies[k], l.pos, l.force, &mut out[LOAD_LEN * k..LOAD_LEN * (k + 1)]);

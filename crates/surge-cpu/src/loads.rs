@@ -4,6 +4,7 @@
 use crate::forces::for_each_neighbour_of;
 use rayon::prelude::*;
 use std::ops::Range;
+use surge_core::bodies::{contact_force, pair_contact, BodyLoad};
 use surge_core::buffers::{Kind, ParticleArrays};
 use surge_core::case::Case;
 use surge_core::gauge::ParticleLoad;
@@ -22,6 +23,9 @@ struct Loads<'a> {
     a: &'a ParticleArrays,
     own: Range<usize>,
     ids: &'a [Range<u32>],
+    /// Floating bodies (`ids` are theirs, in order) and the spacing: each particle's load
+    /// adds its contacts with other solids' particles.
+    contacts: Option<(&'a [BodyLoad], f32)>,
 }
 
 /// The fluid's force on each owned boundary particle (`own`) whose id lies in one of `ids`,
@@ -38,7 +42,27 @@ pub(crate) fn boundary_loads(
     own: Range<usize>,
     ids: &[Range<u32>],
 ) -> Vec<ParticleLoad> {
-    dispatch(case, consts, Loads { consts, grid, whole, cell_start, a, own, ids })
+    dispatch(case, consts, Loads { consts, grid, whole, cell_start, a, own, ids, contacts: None })
+}
+
+/// [`boundary_loads`] of the floating bodies' particles with their contacts: the CPU twin of
+/// `body_loads_kernel` (the fluid's force, then each contact with a particle of another
+/// solid closer than dp, [`surge_core::bodies::contact_force`], in stencil then storage
+/// order).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn body_loads(
+    case: &Case,
+    consts: &Constants,
+    grid: &Grid,
+    whole: &Grid,
+    cell_start: &[u32],
+    a: &ParticleArrays,
+    own: Range<usize>,
+    bodies: &[BodyLoad],
+) -> Vec<ParticleLoad> {
+    let ids: Vec<Range<u32>> = bodies.iter().map(|b| b.ids.clone()).collect();
+    let contacts = Some((bodies, case.dp as f32));
+    dispatch(case, consts, Loads { consts, grid, whole, cell_start, a, own, ids: &ids, contacts })
 }
 
 impl WithPhysics for Loads<'_> {
@@ -55,7 +79,7 @@ impl WithPhysics for Loads<'_> {
         self,
         ph: Physics<K, V, D, S, B, DIM>,
     ) -> Vec<ParticleLoad> {
-        let Loads { consts: eos, grid, whole, cell_start, a, own, ids } = self;
+        let Loads { consts: eos, grid, whole, cell_start, a, own, ids, contacts } = self;
         let ParticleArrays { pos, vel, cell, info, wall, mdbc, .. } = a;
         let particle = |j: usize| PairParticle {
             vel: V3::from4(vel[j]),
@@ -76,6 +100,20 @@ impl WithPhysics for Loads<'_> {
                         ph.load_pair(r, r2, &pb, &particle(j), &mut f);
                     }
                 });
+                if let Some((bodies, dp)) = contacts {
+                    let id = info[i][0];
+                    let own = bodies.iter().find(|b| b.ids.contains(&id)).expect("a body's particle");
+                    let oi = V3::from4(pos[i]);
+                    for_each_neighbour_of::<DIM>(grid, cell_start, pos, cell[i], oi, false, |j, r, r2, jf| {
+                        let idj = info[j][0];
+                        if !jf && r2 < dp * dp && r2 > 0.0 && !own.ids.contains(&idj) {
+                            let [k, c] = pair_contact(own, bodies, idj);
+                            let v = std::array::from_fn(|a| vel[i][a] - vel[j][a]);
+                            let fc = contact_force([r.x, r.y, r.z], r2, v, dp, k as f32, c as f32);
+                            f += V3::new(fc[0], fc[1], fc[2]);
+                        }
+                    });
+                }
                 let force = [f.x, f.y, f.z];
                 (force != [0.0; 3]).then(|| ParticleLoad {
                     id: info[i][0],

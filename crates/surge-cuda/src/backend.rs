@@ -244,6 +244,9 @@ pub struct CudaBackend {
     body_out: CudaSlice<u64>,
 }
 
+/// Float64 per body in `body_loads_kernel`'s table (`BODY_WORDS` in kernels/loads.cu).
+const BODY_WORDS: usize = 10;
+
 /// A CUDA failure, naming what was running.
 fn fail(what: &str, e: impl std::fmt::Debug) -> String {
     format!("CUDA error in {what}: {e:?}")
@@ -569,7 +572,7 @@ impl CudaBackend {
             loads_count: zeros(1, "force gauge counter")?,
             loads_out: zeros(12, "force gauge loads")?,
             body_table: stream
-                .alloc_zeros::<f64>(8 * (1 + case.bodies.len()))
+                .alloc_zeros::<f64>(8 + BODY_WORDS * case.bodies.len())
                 .map_err(|e| fail("allocating the bodies' table", e))?,
             body_out: stream
                 .alloc_zeros::<u64>(LOAD_LEN * case.bodies.len().max(1))
@@ -1440,15 +1443,16 @@ impl CudaBackend {
     fn try_body_loads(&mut self, bodies: &[BodyLoad], out: &mut [i64]) -> Result<(), String> {
         let what = "body_loads_kernel";
         let len = LOAD_LEN * bodies.len();
-        if 8 * (1 + bodies.len()) > self.body_table.len() || len > self.body_out.len() {
+        if 8 + BODY_WORDS * bodies.len() > self.body_table.len() || len > self.body_out.len() {
             return Err(format!("{what}: {} bodies for tables of {}", bodies.len(), self.body_out.len() / LOAD_LEN));
         }
         let g = &self.whole;
-        let mut table = vec![g.origin[0], g.origin[1], g.origin[2], g.cell[0], g.cell[1], g.cell[2], 0.0, 0.0];
+        let dp = self.case.dp;
+        let mut table = vec![g.origin[0], g.origin[1], g.origin[2], g.cell[0], g.cell[1], g.cell[2], dp, 0.0];
         for b in bodies {
             table.extend([b.ids.start as f64, b.ids.end as f64]);
             table.extend(b.centre);
-            table.extend([b.scale.force, b.scale.moment, 0.0]);
+            table.extend([b.scale.force, b.scale.moment, b.contact[0], b.contact[1], 0.0]);
         }
         let stream = self.stream.clone();
         stream.memcpy_htod(&table, &mut self.body_table.slice_mut(0..table.len())).map_err(|e| fail(what, e))?;
@@ -1462,7 +1466,7 @@ impl CudaBackend {
             b.arg(&*pos).arg(&*vel).arg(&*cell).arg(&*info).arg(wall.as_ref().unwrap_or(dummy));
             b.arg(mdbc.as_ref().unwrap_or(dummy)).arg(&*cell_start).arg(body_out);
             // SAFETY: argument types match body_loads_kernel; first + count <= n; `body_table`
-            // holds 8 (1 + nbodies) float64 and `body_out` 6 nbodies; `wall` is read only with
+            // holds 8 + 10 nbodies float64 and `body_out` 6 nbodies; `wall` is read only with
             // laminar viscosity and `mdbc` only with mDBC, which allocate them.
             unsafe { b.launch(cfg(self.own.len())) }.map_err(|e| fail(what, e))?;
         }

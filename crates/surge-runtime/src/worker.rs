@@ -618,7 +618,7 @@ impl Worker {
             .frames
             .iter()
             .zip(&self.bodies_now)
-            .map(|(f, s)| BodyLoad { ids: f.ids.clone(), centre: s.centre, scale: f.scale })
+            .map(|(f, s)| BodyLoad { ids: f.ids.clone(), centre: s.centre, scale: f.scale, contact: f.contact })
             .collect();
         let mut sums = vec![0i64; LOAD_LEN * loads.len()];
         self.call(|b| b.body_loads(&loads, &mut sums));
