@@ -2,12 +2,33 @@
 // step.cu after its helpers; never launched within a step.
 #include "physics/loads.cuh"
 
+#define BODY_WORDS 10
+
+// The spring and damper of a contact between a particle of the body whose entry of
+// `table` is `b` and particle id `idj` of another solid: the body's, or the lower of the
+// two bodies' (surge_core::bodies::pair_contact).
+__device__ void pair_contact(const double *b, const double *table, int nbodies, double idj, double &kc, double &cc) {
+    kc = b[7];
+    cc = b[8];
+    for (int o = 0; o < nbodies; ++o) {
+        const double *ob = table + 8 + BODY_WORDS * o;
+        if (idj >= ob[0] && idj < ob[1]) {
+            kc = fmin(kc, ob[7]);
+            cc = fmin(cc, ob[8]);
+        }
+    }
+}
+
 // The fluid's force on boundary particle i (at p4 in cell ci, velocity and density v4):
 // minus the momentum terms it gives each fluid neighbour held in the window [wlo, whi),
-// in stencil then storage order, as forces_kernel sums them.
+// in stencil then storage order, as forces_kernel sums them. For a floating body's
+// particle (`b` its entry of body_loads_kernel's `table`, else null) plus, summed apart and
+// added last, its contacts with the boundary particles of other solids closer than dp
+// (surge_core::bodies::contact_force).
 __device__ float3 fluid_load(int i, float4 p4, float4 v4, int4 ci, int wlo, int whi, const float4 *pos,
                              const float4 *vel, const float4 *wall, const float4 *mdbc,
-                             const unsigned *cell_start) {
+                             const unsigned *cell_start, const double *b, const double *table, int nbodies,
+                             const uint2 *info) {
     PairParticle pb = {xyz(v4), RHO0 * (1.0f + v4.w), pressure_of(v4.w), p4.w};
 #if VISC == 2 && !MDBC
     const float4 wb = wall[i];
@@ -19,7 +40,8 @@ __device__ float3 fluid_load(int i, float4 p4, float4 v4, int4 ci, int wlo, int 
 #else
     const float4 mb = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 #endif
-    float3 f = v3(0.0f, 0.0f, 0.0f);
+    float3 f = v3(0.0f, 0.0f, 0.0f), fc = v3(0.0f, 0.0f, 0.0f);
+    const float dp = b ? (float)table[6] : 0.0f;
     const int zlo = DIM == 3 ? -R : 0, zhi = DIM == 3 ? R : 0;
     for (int dz = zlo; dz <= zhi; ++dz) {
         int cz;
@@ -32,21 +54,35 @@ __device__ float3 fluid_load(int i, float4 p4, float4 v4, int4 ci, int wlo, int 
                 if (!neighbour_axis(ci.x, dx, NX, PERX, cx) || !in_window(0, cx, wlo, whi)) continue;
                 const int k = cell_linear(cx, cy, cz, wlo);
                 const unsigned s = cell_start[2 * k], mid = cell_start[2 * k + 1];
+                const unsigned e = b ? cell_start[2 * k + 2] : mid;
                 const float bx = p4.x - (float)dx * CSX, by = p4.y - (float)dy * CSY, bz = p4.z - (float)dz * CSZ;
-                for (unsigned j = s; j < mid; ++j) {
+                for (unsigned j = s; j < e; ++j) {
                     const float4 pj4 = pos[j];
                     const float3 r = v3(bx - pj4.x, by - pj4.y, bz - pj4.z);
                     const float r2 = norm2(r);
-                    if (r2 < SUPPORT2 && r2 > 0.0f) {
+                    if (j < mid) {
+                        if (r2 < SUPPORT2 && r2 > 0.0f) {
+                            const float4 vj4 = vel[j];
+                            PairParticle pf = {xyz(vj4), RHO0 * (1.0f + vj4.w), pressure_of(vj4.w), pj4.w};
+                            load_pair(r, r2, pb, pf, wb, mb, f);
+                        }
+                        continue;
+                    }
+                    const double idj = (double)info[j].x;
+                    if (r2 < dp * dp && r2 > 0.0f && !(idj >= b[0] && idj < b[1])) {
+                        double kc, cc;
+                        pair_contact(b, table, nbodies, idj, kc, cc);
                         const float4 vj4 = vel[j];
-                        PairParticle pf = {xyz(vj4), RHO0 * (1.0f + vj4.w), pressure_of(vj4.w), pj4.w};
-                        load_pair(r, r2, pb, pf, wb, mb, f);
+                        const float d = sqrtf(r2);
+                        const float3 n = v3(r.x / d, r.y / d, r.z / d);
+                        const float vn = (v4.x - vj4.x) * n.x + (v4.y - vj4.y) * n.y + (v4.z - vj4.z) * n.z;
+                        fc = fc + n * fmaxf((float)kc * (dp - d) - (float)cc * vn, 0.0f);
                     }
                 }
             }
         }
     }
-    return f;
+    return f + fc;
 }
 
 // The fluid's force on each owned boundary particle first..first+count (storage order)
@@ -70,7 +106,7 @@ extern "C" __global__ void boundary_loads_kernel(int first, int count, int wlo, 
     if (!wanted) return;
     const float4 p4 = pos[i];
     const int4 ci = cell[i];
-    const float3 f = fluid_load(i, p4, vel[i], ci, wlo, whi, pos, vel, wall, mdbc, cell_start);
+    const float3 f = fluid_load(i, p4, vel[i], ci, wlo, whi, pos, vel, wall, mdbc, cell_start, nullptr, nullptr, 0, info);
     if (f.x == 0.0f && f.y == 0.0f && f.z == 0.0f) return;
     const unsigned e = atomicAdd(counter, 1u);
     if (e >= capacity) return;
@@ -98,58 +134,6 @@ extern "C" __global__ void boundary_loads_kernel(int first, int count, int wlo, 
 // particle's contribution is rounded to an integer of its step (float64, no contraction:
 // the CPU's values), the integers summed over the warp and added to `out` (6 per body)
 // with one atomic each: integer sums, the same in any order.
-#define BODY_WORDS 10
-
-// The contact force on a body's particle (at p4, velocity v4, in cell ci; its body's entry
-// `b` of `table`) from the boundary particles of other solids closer than dp, in stencil
-// then storage order: surge_core::bodies::contact_force with the pair's spring and damper
-// (surge_core::bodies::pair_contact).
-__device__ float3 body_contacts(float4 p4, float4 v4, int4 ci, int wlo, int whi, const double *b,
-                                const double *table, int nbodies, const float4 *pos, const float4 *vel,
-                                const uint2 *info, const unsigned *cell_start) {
-    const float dp = (float)table[6];
-    float3 f = v3(0.0f, 0.0f, 0.0f);
-    const int zlo = DIM == 3 ? -R : 0, zhi = DIM == 3 ? R : 0;
-    for (int dz = zlo; dz <= zhi; ++dz) {
-        int cz;
-        if (!neighbour_axis(ci.z, dz, NZ, PERZ, cz) || !in_window(2, cz, wlo, whi)) continue;
-        for (int dy = -R; dy <= R; ++dy) {
-            int cy;
-            if (!neighbour_axis(ci.y, dy, NY, PERY, cy) || !in_window(1, cy, wlo, whi)) continue;
-            for (int dx = -R; dx <= R; ++dx) {
-                int cx;
-                if (!neighbour_axis(ci.x, dx, NX, PERX, cx) || !in_window(0, cx, wlo, whi)) continue;
-                const int k = cell_linear(cx, cy, cz, wlo);
-                const unsigned mid = cell_start[2 * k + 1], e = cell_start[2 * k + 2];
-                const float bx = p4.x - (float)dx * CSX, by = p4.y - (float)dy * CSY, bz = p4.z - (float)dz * CSZ;
-                for (unsigned j = mid; j < e; ++j) {
-                    const float4 pj4 = pos[j];
-                    const float3 r = v3(bx - pj4.x, by - pj4.y, bz - pj4.z);
-                    const float r2 = norm2(r);
-                    const double idj = (double)info[j].x;
-                    if (r2 < dp * dp && r2 > 0.0f && !(idj >= b[0] && idj < b[1])) {
-                        double kc = b[7], cc = b[8];
-                        for (int o = 0; o < nbodies; ++o) {
-                            const double *ob = table + 8 + BODY_WORDS * o;
-                            if (idj >= ob[0] && idj < ob[1]) {
-                                kc = fmin(kc, ob[7]);
-                                cc = fmin(cc, ob[8]);
-                            }
-                        }
-                        const float4 vj4 = vel[j];
-                        const float d = sqrtf(r2);
-                        const float3 n = v3(r.x / d, r.y / d, r.z / d);
-                        const float vn = (v4.x - vj4.x) * n.x + (v4.y - vj4.y) * n.y + (v4.z - vj4.z) * n.z;
-                        const float fn = fmaxf((float)kc * (dp - d) - (float)cc * vn, 0.0f);
-                        f = f + n * fn;
-                    }
-                }
-            }
-        }
-    }
-    return f;
-}
-
 extern "C" __global__ void body_loads_kernel(int first, int count, int wlo, int whi, int nbodies,
                                              const double *__restrict__ table, const float4 *pos, const float4 *vel,
                                              const int4 *cell, const uint2 *info, const float4 *wall,
@@ -168,10 +152,8 @@ extern "C" __global__ void body_loads_kernel(int first, int count, int wlo, int 
         if (body >= 0) {
             const float4 p4 = pos[i];
             const int4 ci = cell[i];
-            const float4 v4 = vel[i];
-            float3 f = fluid_load(i, p4, v4, ci, wlo, whi, pos, vel, wall, mdbc, cell_start);
             const double *b = table + 8 + BODY_WORDS * body;
-            f = f + body_contacts(p4, v4, ci, wlo, whi, b, table, nbodies, pos, vel, info, cell_start);
+            const float3 f = fluid_load(i, p4, vel[i], ci, wlo, whi, pos, vel, wall, mdbc, cell_start, b, table, nbodies, info);
             const int c[3] = {ci.x, ci.y, ci.z};
             const float o[3] = {p4.x, p4.y, p4.z};
             double d[3];

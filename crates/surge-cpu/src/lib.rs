@@ -363,7 +363,10 @@ impl Backend for CpuBackend {
 
     fn body_loads(&mut self, bodies: &[BodyLoad], out: &mut [i64]) -> Result<(), Failure> {
         let CpuBackend { case, consts, grid, whole, a, cell_start, pool, own, .. } = self;
-        let loads = pool.install(|| loads::body_loads(case, consts, grid, whole, cell_start, a, own.clone(), bodies));
+        let ids: Vec<Range<u32>> = bodies.iter().map(|b| b.ids.clone()).collect();
+        let contacts = Some((bodies, case.dp as f32));
+        let loads = pool
+            .install(|| loads::boundary_loads(case, consts, grid, whole, cell_start, a, own.clone(), &ids, contacts));
         for l in &loads {
             if let Some(k) = bodies.iter().position(|b| b.ids.contains(&l.id)) {
                 add_particle_load(&bodies[k], l.pos, l.force, &mut out[LOAD_LEN * k..LOAD_LEN * (k + 1)]);
@@ -433,7 +436,7 @@ impl Interpolate for CpuBackend {
 
     fn boundary_loads(&mut self, ids: &[Range<u32>], out: &mut Vec<ParticleLoad>) -> Result<(), String> {
         let CpuBackend { case, consts, grid, whole, a, cell_start, pool, own, .. } = self;
-        *out = pool.install(|| loads::boundary_loads(case, consts, grid, whole, cell_start, a, own.clone(), ids));
+        *out = pool.install(|| loads::boundary_loads(case, consts, grid, whole, cell_start, a, own.clone(), ids, None));
         Ok(())
     }
 }

@@ -31,6 +31,9 @@ struct Loads<'a> {
 /// The fluid's force on each owned boundary particle (`own`) whose id lies in one of `ids`,
 /// where it is not zero, in storage order ([`surge_core::gauge::Interpolate::boundary_loads`]).
 /// `grid` is the device's window (cell table), `whole` the whole grid (absolute positions).
+/// With `contacts` (floating bodies, `ids` theirs, and dp), each particle's load adds its
+/// contacts with other solids' particles ([`surge_core::bodies::contact_force`]): the CPU
+/// twin of `body_loads_kernel`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn boundary_loads(
     case: &Case,
@@ -41,28 +44,9 @@ pub(crate) fn boundary_loads(
     a: &ParticleArrays,
     own: Range<usize>,
     ids: &[Range<u32>],
+    contacts: Option<(&[BodyLoad], f32)>,
 ) -> Vec<ParticleLoad> {
-    dispatch(case, consts, Loads { consts, grid, whole, cell_start, a, own, ids, contacts: None })
-}
-
-/// [`boundary_loads`] of the floating bodies' particles with their contacts: the CPU twin of
-/// `body_loads_kernel` (the fluid's force, then each contact with a particle of another
-/// solid closer than dp, [`surge_core::bodies::contact_force`], in stencil then storage
-/// order).
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn body_loads(
-    case: &Case,
-    consts: &Constants,
-    grid: &Grid,
-    whole: &Grid,
-    cell_start: &[u32],
-    a: &ParticleArrays,
-    own: Range<usize>,
-    bodies: &[BodyLoad],
-) -> Vec<ParticleLoad> {
-    let ids: Vec<Range<u32>> = bodies.iter().map(|b| b.ids.clone()).collect();
-    let contacts = Some((bodies, case.dp as f32));
-    dispatch(case, consts, Loads { consts, grid, whole, cell_start, a, own, ids: &ids, contacts })
+    dispatch(case, consts, Loads { consts, grid, whole, cell_start, a, own, ids, contacts })
 }
 
 impl WithPhysics for Loads<'_> {
@@ -94,26 +78,30 @@ impl WithPhysics for Loads<'_> {
             .filter(|&i| info[i][1] == Kind::Boundary as u32 && ids.iter().any(|r| r.contains(&info[i][0])))
             .filter_map(|i| {
                 let pb = particle(i);
-                let mut f = V3::default();
-                for_each_neighbour_of::<DIM>(grid, cell_start, pos, cell[i], V3::from4(pos[i]), true, |j, r, r2, _| {
-                    if r2 < ph.support2 && r2 > 0.0 {
-                        ph.load_pair(r, r2, &pb, &particle(j), &mut f);
-                    }
-                });
-                if let Some((bodies, dp)) = contacts {
+                // The fluid's load, and apart (added last) a body's contacts with other
+                // solids' particles closer than dp: the twin of the kernels' fluid_load.
+                let (mut f, mut fc) = (V3::default(), V3::default());
+                let body = contacts.map(|(bodies, dp)| {
                     let id = info[i][0];
-                    let own = bodies.iter().find(|b| b.ids.contains(&id)).expect("a body's particle");
-                    let oi = V3::from4(pos[i]);
-                    for_each_neighbour_of::<DIM>(grid, cell_start, pos, cell[i], oi, false, |j, r, r2, jf| {
+                    (bodies, dp, bodies.iter().find(|b| b.ids.contains(&id)).expect("a body's particle"))
+                });
+                let oi = V3::from4(pos[i]);
+                for_each_neighbour_of::<DIM>(grid, cell_start, pos, cell[i], oi, body.is_none(), |j, r, r2, jf| {
+                    if jf {
+                        if r2 < ph.support2 && r2 > 0.0 {
+                            ph.load_pair(r, r2, &pb, &particle(j), &mut f);
+                        }
+                    } else if let Some((bodies, dp, own)) = body {
                         let idj = info[j][0];
-                        if !jf && r2 < dp * dp && r2 > 0.0 && !own.ids.contains(&idj) {
+                        if r2 < dp * dp && r2 > 0.0 && !own.ids.contains(&idj) {
                             let [k, c] = pair_contact(own, bodies, idj);
                             let v = std::array::from_fn(|a| vel[i][a] - vel[j][a]);
-                            let fc = contact_force([r.x, r.y, r.z], r2, v, dp, k as f32, c as f32);
-                            f += V3::new(fc[0], fc[1], fc[2]);
+                            let d = contact_force([r.x, r.y, r.z], r2, v, dp, k as f32, c as f32);
+                            fc += V3::new(d[0], d[1], d[2]);
                         }
-                    });
-                }
+                    }
+                });
+                f += fc;
                 let force = [f.x, f.y, f.z];
                 (force != [0.0; 3]).then(|| ParticleLoad {
                     id: info[i][0],
