@@ -448,6 +448,14 @@ fn cmd_check(path: &Path, write_particles: Option<&Path>, common: &Common) -> Re
             f.mass,
             if fixed.is_empty() { String::new() } else { format!(", fixed {}", fixed.join(" ")) }
         );
+        for m in &f.moorings {
+            println!(
+                "            mooring from {:?}, stiffness {} N/m, length {:.4} m",
+                &m.anchor[..case.dim],
+                m.stiffness,
+                m.length
+            );
+        }
     }
     for z in &case.damping {
         println!(

@@ -443,8 +443,22 @@ impl Checker<'_> {
             };
             free[slot] = false;
         }
+        let mut moorings = Vec::new();
+        for (k, m) in b.moorings.iter().flatten().enumerate() {
+            let f = format!("{field}.moorings[{k}]");
+            let anchor = self.vec(&format!("{f}.anchor"), &m.anchor, dim)?;
+            let fairlead = self.vec(&format!("{f}.fairlead"), &m.fairlead, dim)?;
+            let stiffness = self.positive(&format!("{f}.stiffness"), m.stiffness)?;
+            let span = crate::mesh::norm(crate::mesh::sub(anchor, fairlead));
+            let length = match m.length {
+                Some(l) if l.is_finite() && l >= 0.0 => l,
+                Some(l) => return Err(self.err(format!("{f}.length"), format!("expected a length >= 0, found {l}"))),
+                None => span,
+            };
+            moorings.push(crate::bodies::Mooring { anchor, fairlead, stiffness, length });
+        }
         let name = b.name.clone().unwrap_or_else(|| format!("body.{index}"));
-        Ok(BodySpec { name, solid, mass, centre, inertia, velocity, omega, free })
+        Ok(BodySpec { name, solid, mass, centre, inertia, velocity, omega, free, moorings })
     }
 
     /// A unit vector from `v` (`len` numbers), refused when zero.

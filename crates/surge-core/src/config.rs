@@ -687,7 +687,24 @@ shaped! {
         /// Degrees of freedom held fixed: any of `x`, `y`, `z` (translations) and `rx`,
         /// `ry`, `rz` (rotations about axes through the centre of mass).
         fixed: Option<Vec<String>>,
+        /// Mooring lines: linear springs, taut only, from a fixed anchor to a point of the
+        /// body.
+        moorings: Option<Vec<MooringSpec>>,
     }
+}
+
+/// A mooring line of a `[[body]]` (`moorings = [{ anchor, fairlead, stiffness, length }]`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MooringSpec {
+    /// The fixed end.
+    pub anchor: Vec<f64>,
+    /// The body's end, where the geometry puts the body.
+    pub fairlead: Vec<f64>,
+    /// Stiffness (N/m; N/m per metre of depth in 2D).
+    pub stiffness: f64,
+    /// Unstretched length (m); default the distance from anchor to fairlead at the start.
+    pub length: Option<f64>,
 }
 
 /// One law of a wall's or an obstacle's prescribed motion (`motion = {...}` or a list of

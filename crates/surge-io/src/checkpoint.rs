@@ -702,6 +702,9 @@ mod tests {
                 omega: [0.0, 0.0, std::f64::consts::PI],
                 force: [1.0, 2.0, 3.0],
                 moment: [-1.0, 0.5, 1e-9],
+                vel_half: [2e-3, -2.4, 0.0],
+                omega_half: [0.0, 0.0, 3.0],
+                pending: 2.5e-5,
             }],
         }
     }
