@@ -42,6 +42,8 @@ pub struct CpuBackend {
     /// `cell_start[2k]..cell_start[2k+1]` are the fluid particles of cell k (linear index in
     /// the window), `cell_start[2k+1]..cell_start[2k+2]` its boundary particles.
     cell_start: Vec<u32>,
+    /// The offsets by axis the force pass tests candidate neighbours with.
+    offsets: forces::Offsets,
     pool: rayon::ThreadPool,
     threads: usize,
     /// The buffers allocated for this case.
@@ -101,6 +103,7 @@ impl CpuBackend {
             a,
             scratch,
             cell_start: Vec::new(),
+            offsets: forces::Offsets::default(),
             pool,
             threads,
             buffers,
@@ -162,16 +165,18 @@ impl CpuBackend {
     }
 
     fn run_forces(&mut self, range: Range<usize>, pressures: bool) -> ForceStats {
-        let CpuBackend { case, consts, grid, a, cell_start, pool, .. } = self;
-        pool.install(|| forces::forces(case, consts, grid, cell_start, a, range, pressures))
+        let CpuBackend { case, consts, grid, a, cell_start, offsets, pool, .. } = self;
+        pool.install(|| forces::forces(case, consts, grid, cell_start, a, offsets, range, pressures))
     }
 }
 
 /// Memory of the CPU backend per particle for a case's buffers: every buffer, a second copy
-/// of the conserved ones (the sort target), and the cell table (two bins per cell).
+/// of the conserved ones (the sort target), the offsets by axis of the force pass, and the
+/// cell table (two bins per cell).
 pub fn bytes_per_particle(buffers: BufferSet, particles: usize, cells: usize) -> usize {
     buffers.bytes_per_particle()
         + buffers.and(BufferSet::conserved()).bytes_per_particle()
+        + forces::Offsets::BYTES_PER_PARTICLE
         + 4 * (2 * cells + 1) / particles.max(1)
 }
 
