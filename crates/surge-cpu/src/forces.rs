@@ -66,7 +66,7 @@ pub(crate) fn for_each_neighbour_of<const DIM: usize>(
 
 /// A particle j within the support of particle i, as the neighbour list keeps it.
 #[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Near {
+struct Near {
     /// Index of j, with [`Near::BOUNDARY`] set when j is a boundary particle.
     j: u32,
     /// `r_ij = x_i - x_j`.
@@ -87,7 +87,7 @@ const LANES: usize = 8;
 /// the positions at the start of each pass; the buffers are kept from pass to pass (no
 /// allocation per step).
 #[derive(Debug, Default)]
-pub(crate) struct Offsets {
+pub(crate) struct NeighbourSearch {
     /// The particles' offsets from their cells' centres by axis (a structure of arrays,
     /// with [`LANES`] zeros after the last particle), so that [`gather_near`] tests
     /// [`LANES`] candidates with a few vector instructions.
@@ -98,7 +98,7 @@ pub(crate) struct Offsets {
     boxes: Vec<[V3; 2]>,
 }
 
-impl Offsets {
+impl NeighbourSearch {
     /// Memory per particle (the boxes, a few bytes per cell, are left out).
     pub(crate) const BYTES_PER_PARTICLE: usize = 12;
 
@@ -220,18 +220,18 @@ impl Stencil {
 #[inline(always)]
 fn gather_near(
     stencil: &Stencil,
-    offsets: &Offsets,
+    search: &NeighbourSearch,
     oi: V3,
     fluid_only: bool,
     support2: f32,
     near: &mut Vec<Near>,
 ) -> usize {
-    let [x, y, z] = &offsets.axes;
+    let [x, y, z] = &search.axes;
     let mut n = 0;
     for &StencilCell { k, shift, s, mid, e } in &stencil.cells {
         let e = if fluid_only { mid } else { e };
         let base = oi - shift;
-        if s == e || offsets.least_r2(k, base) >= support2 {
+        if s == e || search.least_r2(k, base) >= support2 {
             continue;
         }
         if near.len() < n + (e - s) {
@@ -291,13 +291,13 @@ struct Pass<'a> {
     grid: &'a Grid,
     cell_start: &'a [u32],
     a: &'a mut ParticleArrays,
-    offsets: &'a mut Offsets,
+    search: &'a mut NeighbourSearch,
     range: Range<usize>,
     pressures: bool,
 }
 
 /// Forces of the particles `range`, after computing every particle's pressure and copying
-/// the offsets by axis when `pressures` (the first part of a pass); returns the largest
+/// the offsets by axis and the cells' boxes when `pressures` (the first part of a pass); returns the largest
 /// values for the time step.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn forces(
@@ -306,11 +306,11 @@ pub(crate) fn forces(
     grid: &Grid,
     cell_start: &[u32],
     a: &mut ParticleArrays,
-    offsets: &mut Offsets,
+    search: &mut NeighbourSearch,
     range: Range<usize>,
     pressures: bool,
 ) -> ForceStats {
-    dispatch(case, consts, Pass { consts, grid, cell_start, a, offsets, range, pressures })
+    dispatch(case, consts, Pass { consts, grid, cell_start, a, search, range, pressures })
 }
 
 impl WithPhysics for Pass<'_> {
@@ -327,13 +327,13 @@ impl WithPhysics for Pass<'_> {
         self,
         ph: Physics<K, V, D, S, B, DIM>,
     ) -> ForceStats {
-        let Pass { consts: eos, grid, cell_start, a, offsets, range, pressures } = self;
+        let Pass { consts: eos, grid, cell_start, a, search, range, pressures } = self;
         let g = eos.g;
         if pressures {
             a.press.par_iter_mut().zip(a.vel.par_iter()).for_each(|(p, v)| *p = eos.pressure(v[3]));
-            offsets.refresh(&a.pos, cell_start);
+            search.refresh(&a.pos, cell_start);
         }
-        let offsets = &*offsets;
+        let search = &*search;
         let first = range.start;
         let ParticleArrays { pos, vel, cell, info, press, force, wall, shift, mdbc, .. } = a;
         let (pos, vel, cell, info, press, wall, mdbc) = (&*pos, &*vel, &*cell, &*info, &*press, &*wall, &*mdbc);
@@ -355,7 +355,7 @@ impl WithPhysics for Pass<'_> {
             let mut acc = Accum::default();
             if info[i][1] == Kind::Fluid as u32 {
                 stencil.around::<DIM>(grid, cell_start, cell[i]);
-                let n = gather_near(stencil, offsets, oi, false, support2, near);
+                let n = gather_near(stencil, search, oi, false, support2, near);
                 for nb in &near[..n] {
                     let j = (nb.j & !Near::BOUNDARY) as usize;
                     ph.fluid_pair(nb.r, nb.r2, &pi, &particle(j), nb.j & Near::BOUNDARY == 0, &mut acc);
@@ -367,7 +367,7 @@ impl WithPhysics for Pass<'_> {
                 ([0.0; 4], acc, 0.0)
             } else {
                 stencil.around::<DIM>(grid, cell_start, cell[i]);
-                let n = gather_near(stencil, offsets, oi, true, support2, near);
+                let n = gather_near(stencil, search, oi, true, support2, near);
                 for nb in &near[..n] {
                     ph.boundary_pair(nb.r, nb.r2, &pi, &particle(nb.j as usize), &mut acc);
                 }

@@ -42,8 +42,8 @@ pub struct CpuBackend {
     /// `cell_start[2k]..cell_start[2k+1]` are the fluid particles of cell k (linear index in
     /// the window), `cell_start[2k+1]..cell_start[2k+2]` its boundary particles.
     cell_start: Vec<u32>,
-    /// The offsets by axis the force pass tests candidate neighbours with.
-    offsets: forces::Offsets,
+    /// The offsets by axis and the cells' boxes the force pass finds neighbours with.
+    search: forces::NeighbourSearch,
     pool: rayon::ThreadPool,
     threads: usize,
     /// The buffers allocated for this case.
@@ -103,7 +103,7 @@ impl CpuBackend {
             a,
             scratch,
             cell_start: Vec::new(),
-            offsets: forces::Offsets::default(),
+            search: forces::NeighbourSearch::default(),
             pool,
             threads,
             buffers,
@@ -165,8 +165,8 @@ impl CpuBackend {
     }
 
     fn run_forces(&mut self, range: Range<usize>, pressures: bool) -> ForceStats {
-        let CpuBackend { case, consts, grid, a, cell_start, offsets, pool, .. } = self;
-        pool.install(|| forces::forces(case, consts, grid, cell_start, a, offsets, range, pressures))
+        let CpuBackend { case, consts, grid, a, cell_start, search, pool, .. } = self;
+        pool.install(|| forces::forces(case, consts, grid, cell_start, a, search, range, pressures))
     }
 }
 
@@ -176,7 +176,7 @@ impl CpuBackend {
 pub fn bytes_per_particle(buffers: BufferSet, particles: usize, cells: usize) -> usize {
     buffers.bytes_per_particle()
         + buffers.and(BufferSet::conserved()).bytes_per_particle()
-        + forces::Offsets::BYTES_PER_PARTICLE
+        + forces::NeighbourSearch::BYTES_PER_PARTICLE
         + 4 * (2 * cells + 1) / particles.max(1)
 }
 
