@@ -12,6 +12,35 @@ use surge_core::physics::options::{BoundaryModel, DiffusionModel, ShiftingModel,
 use surge_core::physics::pair::{dispatch, Accum, PairParticle, Physics, WithPhysics};
 use surge_core::V3;
 
+/// Call `f(k, shift, s, mid, e)` for every cell k (linear index) in the stencil of `ci`
+/// (`grid.reach` cells each side), in stencil order: its particles are `s..e`, the fluid
+/// ones `s..mid` (`e = mid` when `fluid_only`), and `r_ij = (o_i - shift) - o_j` for each
+/// of them, `o` being offsets from the centres of the particles' cells.
+#[inline(always)]
+fn for_each_stencil_cell<const DIM: usize>(
+    grid: &Grid,
+    cell_start: &[u32],
+    ci: [i32; 4],
+    fluid_only: bool,
+    mut f: impl FnMut(usize, V3, usize, usize, usize),
+) {
+    let cs = [grid.cell[0] as f32, grid.cell[1] as f32, grid.cell[2] as f32];
+    let r = grid.reach;
+    let zr = if DIM == 3 { -r..=r } else { 0..=0 };
+    for dz in zr {
+        for dy in -r..=r {
+            for dx in -r..=r {
+                let Some(nc) = grid.neighbour(ci, [dx, dy, dz]) else { continue };
+                let k = grid.linear(nc);
+                let (s, mid) = (cell_start[2 * k] as usize, cell_start[2 * k + 1] as usize);
+                let e = if fluid_only { mid } else { cell_start[2 * k + 2] as usize };
+                // x_i - x_j = (c_i - c_j) cs + o_i - o_j with c_j = c_i + d (unwrapped).
+                f(k, V3::new(dx as f32 * cs[0], dy as f32 * cs[1], dz as f32 * cs[2]), s, mid, e);
+            }
+        }
+    }
+}
+
 /// Call `f(j, r_ij, r², j_is_fluid)` for every particle j in the stencil of cells around
 /// `ci` (`grid.reach` cells each side; fluid only when `fluid_only`), in stencil order, then
 /// storage order. `oi` is the offset of the centre from the centre of its cell;
@@ -26,25 +55,208 @@ pub(crate) fn for_each_neighbour_of<const DIM: usize>(
     fluid_only: bool,
     mut f: impl FnMut(usize, V3, f32, bool),
 ) {
-    let cs = [grid.cell[0] as f32, grid.cell[1] as f32, grid.cell[2] as f32];
-    let r = grid.reach;
-    let zr = if DIM == 3 { -r..=r } else { 0..=0 };
-    for dz in zr {
-        for dy in -r..=r {
-            for dx in -r..=r {
-                let Some(nc) = grid.neighbour(ci, [dx, dy, dz]) else { continue };
-                let k = grid.linear(nc);
-                let (s, mid) = (cell_start[2 * k] as usize, cell_start[2 * k + 1] as usize);
-                let e = if fluid_only { mid } else { cell_start[2 * k + 2] as usize };
-                // x_i - x_j = (c_i - c_j) cs + o_i - o_j with c_j = c_i + d (unwrapped).
-                let base = oi - V3::new(dx as f32 * cs[0], dy as f32 * cs[1], dz as f32 * cs[2]);
-                for (j, pj) in pos.iter().enumerate().take(e).skip(s) {
-                    let r = base - V3::from4(*pj);
-                    f(j, r, r.norm2(), j < mid);
-                }
+    for_each_stencil_cell::<DIM>(grid, cell_start, ci, fluid_only, |_, shift, s, mid, e| {
+        let base = oi - shift;
+        for (j, pj) in pos.iter().enumerate().take(e).skip(s) {
+            let r = base - V3::from4(*pj);
+            f(j, r, r.norm2(), j < mid);
+        }
+    });
+}
+
+/// A particle j within the support of particle i, as the neighbour list keeps it.
+#[derive(Debug, Clone, Copy, Default)]
+struct Near {
+    /// Index of j, with [`Near::BOUNDARY`] set when j is a boundary particle.
+    j: u32,
+    /// `r_ij = x_i - x_j`.
+    r: V3,
+    /// `|r_ij|²`.
+    r2: f32,
+}
+
+impl Near {
+    /// The bit of `j` that marks a boundary neighbour.
+    const BOUNDARY: u32 = 1 << 31;
+}
+
+/// Candidates tested at once by [`gather_near`].
+const LANES: usize = 8;
+
+/// What the neighbour search of a force pass reads besides the cell table, refreshed from
+/// the positions at the start of each pass; the buffers are kept from pass to pass (no
+/// allocation per step).
+#[derive(Debug, Default)]
+pub(crate) struct NeighbourSearch {
+    /// The particles' offsets from their cells' centres by axis (a structure of arrays,
+    /// with [`LANES`] zeros after the last particle), so that [`gather_near`] tests
+    /// [`LANES`] candidates with a few vector instructions.
+    axes: [Vec<f32>; 3],
+    /// The smallest box holding the offsets of each cell's particles (low and high corner;
+    /// an empty cell's box is empty), so that [`gather_near`] skips a cell of the stencil
+    /// that lies wholly outside the support.
+    boxes: Vec<[V3; 2]>,
+}
+
+impl NeighbourSearch {
+    /// Memory per particle (the boxes, a few bytes per cell, are left out).
+    pub(crate) const BYTES_PER_PARTICLE: usize = 12;
+
+    /// Copy the offsets of `pos` and bound each cell's (`cell_start` as in [`gather_near`]).
+    pub(crate) fn refresh(&mut self, pos: &[[f32; 4]], cell_start: &[u32]) {
+        let n = pos.len();
+        for (a, v) in self.axes.iter_mut().enumerate() {
+            v.resize(n + LANES, 0.0);
+            v[..n].par_iter_mut().zip(pos.par_iter()).for_each(|(x, p)| *x = p[a]);
+        }
+        let empty = [
+            V3::new(f32::INFINITY, f32::INFINITY, f32::INFINITY),
+            V3::new(-f32::INFINITY, -f32::INFINITY, -f32::INFINITY),
+        ];
+        self.boxes.resize(cell_start.len() / 2, empty);
+        self.boxes.par_iter_mut().enumerate().with_min_len(64).for_each(|(k, b)| {
+            *b = pos[cell_start[2 * k] as usize..cell_start[2 * k + 2] as usize].iter().fold(empty, |[lo, hi], p| {
+                [
+                    V3::new(lo.x.min(p[0]), lo.y.min(p[1]), lo.z.min(p[2])),
+                    V3::new(hi.x.max(p[0]), hi.y.max(p[1]), hi.z.max(p[2])),
+                ]
+            })
+        });
+    }
+
+    /// A lower bound of `r²` for every particle of cell k seen from `base` (`r = base - o_j`),
+    /// computed with the same float operations: each rounding is monotonic, so
+    /// `|fl(base - o_j)|` is at least the gap to the box along each axis, and the sum of
+    /// squares at least the one of the gaps.
+    #[inline(always)]
+    fn least_r2(&self, k: usize, base: V3) -> f32 {
+        let [lo, hi] = self.boxes[k];
+        let gap = |b: f32, lo: f32, hi: f32| (lo - b).max(b - hi).max(0.0);
+        V3::new(gap(base.x, lo.x, hi.x), gap(base.y, lo.y, hi.y), gap(base.z, lo.z, hi.z)).norm2()
+    }
+}
+
+/// Bit k set when `0 < r2[k] < support2` (false for NaN).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn inside_mask(r2: &[f32; LANES], support2: f32) -> u32 {
+    use std::arch::x86_64::*;
+    // LLVM builds this mask from the portable loop below with a dozen shuffles instead of
+    // two compares and a move mask per 4 lanes.
+    // SAFETY: SSE and SSE2 are part of x86-64, so every x86-64 processor has them.
+    unsafe {
+        let (s, zero) = (_mm_set1_ps(support2), _mm_setzero_ps());
+        let four = |k: usize| {
+            let v = _mm_set_ps(r2[k + 3], r2[k + 2], r2[k + 1], r2[k]);
+            _mm_movemask_ps(_mm_and_ps(_mm_cmplt_ps(v, s), _mm_cmpgt_ps(v, zero))) as u32
+        };
+        four(0) | four(4) << 4
+    }
+}
+
+/// Bit k set when `0 < r2[k] < support2` (false for NaN).
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+fn inside_mask(r2: &[f32; LANES], support2: f32) -> u32 {
+    let mut hits = 0u32;
+    for (k, &r2) in r2.iter().enumerate() {
+        hits |= ((r2 < support2) as u32 & (r2 > 0.0) as u32) << k;
+    }
+    hits
+}
+
+/// A cell of a [`Stencil`].
+#[derive(Debug, Clone, Copy)]
+struct StencilCell {
+    /// Linear index.
+    k: usize,
+    /// Displacement from the centre cell, `d * cell size`: `r_ij = (o_i - shift) - o_j`.
+    shift: V3,
+    /// First particle.
+    s: usize,
+    /// First boundary particle.
+    mid: usize,
+    /// End of the particles.
+    e: usize,
+}
+
+/// The non-empty cells of the stencil of one cell, in stencil order: what every particle of
+/// that cell walks, found once for all of them (particles of a cell are consecutive).
+#[derive(Debug, Default)]
+struct Stencil {
+    /// The centre cell, `None` until the first [`Stencil::around`] of a chunk.
+    centre: Option<[i32; 4]>,
+    cells: Vec<StencilCell>,
+}
+
+impl Stencil {
+    /// Make this the stencil of cell `ci` unless it is already.
+    #[inline(always)]
+    fn around<const DIM: usize>(&mut self, grid: &Grid, cell_start: &[u32], ci: [i32; 4]) {
+        if self.centre == Some(ci) {
+            return;
+        }
+        self.centre = Some(ci);
+        self.cells.clear();
+        for_each_stencil_cell::<DIM>(grid, cell_start, ci, false, |k, shift, s, mid, e| {
+            if s < e {
+                self.cells.push(StencilCell { k, shift, s, mid, e });
+            }
+        });
+    }
+}
+
+/// The particles j with `0 < r_ij² < support2` in the stencil (fluid only when
+/// `fluid_only`) of particle i at offset `oi`, in stencil order then storage order (the
+/// summation order), into the first entries of `near`, which grows when it is too short;
+/// returns their number.
+///
+/// Two passes instead of one loop that calls the pair function on each candidate: most
+/// candidates of the stencil lie outside the support (about 9 in 10 in 3D). A cell whose
+/// box lies outside is skipped; the others are tested [`LANES`] candidates at a time from
+/// the offsets by axis, without a branch, and only the hits are listed. `r_ij` and `r²`
+/// are the same operations as in [`for_each_neighbour_of`], so the list holds the same
+/// bits.
+#[inline(always)]
+fn gather_near(
+    stencil: &Stencil,
+    search: &NeighbourSearch,
+    oi: V3,
+    fluid_only: bool,
+    support2: f32,
+    near: &mut Vec<Near>,
+) -> usize {
+    let [x, y, z] = &search.axes;
+    let mut n = 0;
+    for &StencilCell { k, shift, s, mid, e } in &stencil.cells {
+        let e = if fluid_only { mid } else { e };
+        let base = oi - shift;
+        if s == e || search.least_r2(k, base) >= support2 {
+            continue;
+        }
+        if near.len() < n + (e - s) {
+            near.resize(n + (e - s), Near::default());
+        }
+        for first in (s..e).step_by(LANES) {
+            let (xs, ys, zs) = (&x[first..first + LANES], &y[first..first + LANES], &z[first..first + LANES]);
+            let mut r2 = [0.0f32; LANES];
+            for k in 0..LANES {
+                r2[k] = V3::new(base.x - xs[k], base.y - ys[k], base.z - zs[k]).norm2();
+            }
+            let hits = inside_mask(&r2, support2);
+            // Lanes past the cell's end (the next cell's particles, or the padding) are off.
+            let mut hits = hits & u32::MAX >> (32 - (e - first).min(LANES));
+            while hits != 0 {
+                let k = hits.trailing_zeros() as usize;
+                hits &= hits - 1;
+                let j = first + k;
+                let r = V3::new(base.x - xs[k], base.y - ys[k], base.z - zs[k]);
+                near[n] = Near { j: j as u32 | if j < mid { 0 } else { Near::BOUNDARY }, r, r2: r.norm2() };
+                n += 1;
             }
         }
     }
+    n
 }
 
 /// [`for_each_neighbour_of`] for particle i of the arrays, choosing the dimension at run time.
@@ -64,27 +276,41 @@ pub(crate) fn for_each_neighbour(
     }
 }
 
+/// Particles per task of the force pass: enough to pay for the task, few enough that the
+/// threads stay busy to the end of the pass.
+const CHUNK: usize = 64;
+
+thread_local! {
+    /// Each thread's stencil and neighbour list, kept from pass to pass (no allocation per
+    /// step).
+    static SCRATCH: std::cell::RefCell<(Stencil, Vec<Near>)> = std::cell::RefCell::default();
+}
+
 struct Pass<'a> {
     consts: &'a Constants,
     grid: &'a Grid,
     cell_start: &'a [u32],
     a: &'a mut ParticleArrays,
+    search: &'a mut NeighbourSearch,
     range: Range<usize>,
     pressures: bool,
 }
 
-/// Forces of the particles `range`, after computing every particle's pressure when
-/// `pressures` (the first part of a pass); returns the largest values for the time step.
+/// Forces of the particles `range`, after computing every particle's pressure and copying
+/// the offsets by axis and the cells' boxes when `pressures` (the first part of a pass); returns the largest
+/// values for the time step.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn forces(
     case: &Case,
     consts: &Constants,
     grid: &Grid,
     cell_start: &[u32],
     a: &mut ParticleArrays,
+    search: &mut NeighbourSearch,
     range: Range<usize>,
     pressures: bool,
 ) -> ForceStats {
-    dispatch(case, consts, Pass { consts, grid, cell_start, a, range, pressures })
+    dispatch(case, consts, Pass { consts, grid, cell_start, a, search, range, pressures })
 }
 
 impl WithPhysics for Pass<'_> {
@@ -101,11 +327,13 @@ impl WithPhysics for Pass<'_> {
         self,
         ph: Physics<K, V, D, S, B, DIM>,
     ) -> ForceStats {
-        let Pass { consts: eos, grid, cell_start, a, range, pressures } = self;
+        let Pass { consts: eos, grid, cell_start, a, search, range, pressures } = self;
         let g = eos.g;
         if pressures {
             a.press.par_iter_mut().zip(a.vel.par_iter()).for_each(|(p, v)| *p = eos.pressure(v[3]));
+            search.refresh(&a.pos, cell_start);
         }
+        let search = &*search;
         let first = range.start;
         let ParticleArrays { pos, vel, cell, info, press, force, wall, shift, mdbc, .. } = a;
         let (pos, vel, cell, info, press, wall, mdbc) = (&*pos, &*vel, &*cell, &*info, &*press, &*wall, &*mdbc);
@@ -118,53 +346,60 @@ impl WithPhysics for Pass<'_> {
             mdbc: if B::MDBC { mdbc[j] } else { [0.0; 4] },
         };
         let inv_rho0 = 1.0 / eos.rho0;
-        // Particle i: its force value, its sums, and |a_i| (0 for boundary particles).
-        let interact = |i: usize| -> ([f32; 4], Accum, f32) {
+        let support2 = ph.support2;
+        // Particle i with its list of neighbours: its force value, its sums, and |a_i| (0 for
+        // boundary particles).
+        let interact = |i: usize, (stencil, near): &mut (Stencil, Vec<Near>)| -> ([f32; 4], Accum, f32) {
             let pi = particle(i);
             let oi = V3::from4(pos[i]);
             let mut acc = Accum::default();
             if info[i][1] == Kind::Fluid as u32 {
-                for_each_neighbour_of::<DIM>(grid, cell_start, pos, cell[i], oi, false, |j, r, r2, jf| {
-                    if r2 < ph.support2 && r2 > 0.0 {
-                        ph.fluid_pair(r, r2, &pi, &particle(j), jf, &mut acc);
-                    }
-                });
+                stencil.around::<DIM>(grid, cell_start, cell[i]);
+                let n = gather_near(stencil, search, oi, false, support2, near);
+                for nb in &near[..n] {
+                    let j = (nb.j & !Near::BOUNDARY) as usize;
+                    ph.fluid_pair(nb.r, nb.r2, &pi, &particle(j), nb.j & Near::BOUNDARY == 0, &mut acc);
+                }
                 let a_i = acc.acc + g;
                 (a_i.with_w(acc.drho * inv_rho0), acc, a_i.norm2().sqrt())
             } else if B::MDBC {
                 // The mDBC pass has set the density; nothing changes it until the next one.
                 ([0.0; 4], acc, 0.0)
             } else {
-                for_each_neighbour_of::<DIM>(grid, cell_start, pos, cell[i], oi, true, |j, r, r2, _| {
-                    if r2 < ph.support2 && r2 > 0.0 {
-                        ph.boundary_pair(r, r2, &pi, &particle(j), &mut acc);
-                    }
-                });
+                stencil.around::<DIM>(grid, cell_start, cell[i]);
+                let n = gather_near(stencil, search, oi, true, support2, near);
+                for nb in &near[..n] {
+                    ph.boundary_pair(nb.r, nb.r2, &pi, &particle(nb.j as usize), &mut acc);
+                }
                 ([0.0, 0.0, 0.0, acc.drho * inv_rho0], Accum { visc_max: 0.0, ..acc }, 0.0)
             }
         };
         let max2 = |x: (f32, f32), y: (f32, f32)| (x.0.max(y.0), x.1.max(y.1));
+        // One task per chunk of particles, with the neighbour list of its thread.
+        let chunk = |c: usize, force: &mut [[f32; 4]], mut shift: Option<&mut [[f32; 4]]>| {
+            SCRATCH.with_borrow_mut(|scratch| {
+                // The cell table may have changed since this thread's last chunk.
+                scratch.0.centre = None;
+                let mut stats = (0.0, 0.0);
+                for (k, f) in force.iter_mut().enumerate() {
+                    let (fv, acc, an) = interact(first + c * CHUNK + k, scratch);
+                    *f = fv;
+                    if let Some(sh) = shift.as_deref_mut() {
+                        sh[k] = acc.grad_c.with_w(acc.div_r);
+                    }
+                    stats = max2(stats, (an, acc.visc_max));
+                }
+                stats
+            })
+        };
         let (acc_max, visc_max) = if S::ON {
-            (force[range.clone()].par_iter_mut(), shift[range].par_iter_mut())
+            (force[range.clone()].par_chunks_mut(CHUNK), shift[range].par_chunks_mut(CHUNK))
                 .into_par_iter()
                 .enumerate()
-                .map(|(i, (f, sh))| {
-                    let (fv, acc, an) = interact(first + i);
-                    *f = fv;
-                    *sh = acc.grad_c.with_w(acc.div_r);
-                    (an, acc.visc_max)
-                })
+                .map(|(c, (f, sh))| chunk(c, f, Some(sh)))
                 .reduce(|| (0.0, 0.0), max2)
         } else {
-            force[range]
-                .par_iter_mut()
-                .enumerate()
-                .map(|(i, f)| {
-                    let (fv, acc, an) = interact(first + i);
-                    *f = fv;
-                    (an, acc.visc_max)
-                })
-                .reduce(|| (0.0, 0.0), max2)
+            force[range].par_chunks_mut(CHUNK).enumerate().map(|(c, f)| chunk(c, f, None)).reduce(|| (0.0, 0.0), max2)
         };
         ForceStats { acc_max, visc_max }
     }

@@ -43,6 +43,8 @@ pub struct CpuBackend {
     /// `cell_start[2k]..cell_start[2k+1]` are the fluid particles of cell k (linear index in
     /// the window), `cell_start[2k+1]..cell_start[2k+2]` its boundary particles.
     cell_start: Vec<u32>,
+    /// The offsets by axis and the cells' boxes the force pass finds neighbours with.
+    search: forces::NeighbourSearch,
     pool: rayon::ThreadPool,
     threads: usize,
     /// The buffers allocated for this case.
@@ -102,6 +104,7 @@ impl CpuBackend {
             a,
             scratch,
             cell_start: Vec::new(),
+            search: forces::NeighbourSearch::default(),
             pool,
             threads,
             buffers,
@@ -163,16 +166,18 @@ impl CpuBackend {
     }
 
     fn run_forces(&mut self, range: Range<usize>, pressures: bool) -> ForceStats {
-        let CpuBackend { case, consts, grid, a, cell_start, pool, .. } = self;
-        pool.install(|| forces::forces(case, consts, grid, cell_start, a, range, pressures))
+        let CpuBackend { case, consts, grid, a, cell_start, search, pool, .. } = self;
+        pool.install(|| forces::forces(case, consts, grid, cell_start, a, search, range, pressures))
     }
 }
 
 /// Memory of the CPU backend per particle for a case's buffers: every buffer, a second copy
-/// of the conserved ones (the sort target), and the cell table (two bins per cell).
+/// of the conserved ones (the sort target), the offsets by axis of the force pass, and the
+/// cell table (two bins per cell).
 pub fn bytes_per_particle(buffers: BufferSet, particles: usize, cells: usize) -> usize {
     buffers.bytes_per_particle()
         + buffers.and(BufferSet::conserved()).bytes_per_particle()
+        + forces::NeighbourSearch::BYTES_PER_PARTICLE
         + 4 * (2 * cells + 1) / particles.max(1)
 }
 
