@@ -186,7 +186,7 @@ fn restart_in_memory(
     b.export_particles(&mut particles).unwrap();
     drop(b);
     let mut c = cpu(&case, threads_after);
-    c.restore(at_t0, particles).unwrap();
+    c.restore(at_t0.clone(), particles).unwrap();
     c.advance_to(t1).unwrap();
     assert_eq!(
         (a.steps(), a.time().to_bits(), a.rebuilds(), a.dt().to_bits()),

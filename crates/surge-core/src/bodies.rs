@@ -302,15 +302,15 @@ impl BodyState {
     }
 
     /// The state at the end of update `which` of a step of `dt` that starts at `self`, under
-    /// the fluid's `force` and `moment` of the force pass before the update (for the
+    /// the fluid's force and moment (about the centre of mass) of the force pass before the
+    /// update (for the
     /// corrector, the pass at the predictor's state `half`) and gravity `g`.
     pub fn advance(
         &self,
         frame: &BodyFrame,
         which: Update,
         dt: f64,
-        force: [f64; 3],
-        moment: [f64; 3],
+        (force, moment): ([f64; 3], [f64; 3]),
         g: [f64; 3],
         half: &BodyState,
     ) -> BodyState {
@@ -536,9 +536,9 @@ mod tests {
         let s0 = BodyState::start(&spec([true; 6]), &f);
         let (mut v, mut s) = (s0, s0);
         for _ in 0..1000 {
-            v = v.advance(&f, Update::Verlet, dt, [0.0; 3], [0.0; 3], g, &v);
-            let half = s.advance(&f, Update::Predictor, dt, [0.0; 3], [0.0; 3], g, &s);
-            s = s.advance(&f, Update::Corrector, dt, [0.0; 3], [0.0; 3], g, &half);
+            v = v.advance(&f, Update::Verlet, dt, ([0.0; 3], [0.0; 3]), g, &v);
+            let half = s.advance(&f, Update::Predictor, dt, ([0.0; 3], [0.0; 3]), g, &s);
+            s = s.advance(&f, Update::Corrector, dt, ([0.0; 3], [0.0; 3]), g, &half);
         }
         let want = f.centre0[2] - 0.5 * 9.81 * 1.0;
         for st in [v, s] {
@@ -558,7 +558,7 @@ mod tests {
         let mut s = s0;
         let dt = 1e-3;
         for _ in 0..100 {
-            s = s.advance(&f, Update::Verlet, dt, [0.0; 3], [0.0, 0.0, izz], [0.0, 0.0, -9.81], &s);
+            s = s.advance(&f, Update::Verlet, dt, ([0.0; 3], [0.0, 0.0, izz]), [0.0, 0.0, -9.81], &s);
         }
         // alpha = 1 rad/s² about z for 0.1 s; z is held despite gravity.
         assert!((s.omega[2] - 0.1).abs() < 1e-12);
@@ -593,10 +593,10 @@ mod tests {
             let mut t = 0.0;
             while t < 4.0 * period - 1e-12 {
                 s = if which == Update::Verlet {
-                    s.advance(&f, Update::Verlet, dt, [0.0; 3], [0.0; 3], [0.0, 0.0, -9.81], &s)
+                    s.advance(&f, Update::Verlet, dt, ([0.0; 3], [0.0; 3]), [0.0, 0.0, -9.81], &s)
                 } else {
-                    let half = s.advance(&f, Update::Predictor, dt, [0.0; 3], [0.0; 3], [0.0, 0.0, -9.81], &s);
-                    s.advance(&f, Update::Corrector, dt, [0.0; 3], [0.0; 3], [0.0, 0.0, -9.81], &half)
+                    let half = s.advance(&f, Update::Predictor, dt, ([0.0; 3], [0.0; 3]), [0.0, 0.0, -9.81], &s);
+                    s.advance(&f, Update::Corrector, dt, ([0.0; 3], [0.0; 3]), [0.0, 0.0, -9.81], &half)
                 };
                 t += dt;
                 lowest = lowest.min(s.centre[2]);

@@ -556,8 +556,14 @@ impl Worker {
                             let start = &self.clock.bodies;
                             let next: Vec<BodyState> = (0..self.frames.len())
                                 .map(|k| {
-                                    let (f, m) = self.body_totals[k];
-                                    start[k].advance(&self.frames[k], u, dt, f, m, g, &self.bodies_now[k])
+                                    start[k].advance(
+                                        &self.frames[k],
+                                        u,
+                                        dt,
+                                        self.body_totals[k],
+                                        g,
+                                        &self.bodies_now[k],
+                                    )
                                 })
                                 .collect();
                             // The wall normals are where the previous update of the step left
