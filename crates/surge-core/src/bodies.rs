@@ -222,9 +222,9 @@ pub struct BodyState {
     pub vel: [f64; 3],
     /// Angular velocity (world frame).
     pub omega: [f64; 3],
-    /// The fluid's force of the last force pass.
+    /// The summed load (fluid and contacts) of the last force pass.
     pub force: [f64; 3],
-    /// The fluid's moment of the last force pass about the centre of mass.
+    /// Its moment about the centre of mass.
     pub moment: [f64; 3],
     /// Verlet: the velocity and angular velocity at the middle of the last step, and half
     /// its dt (the kick still to give them with the next step's forces; 0 at the start and
@@ -370,7 +370,8 @@ impl BodyState {
 /// The `bodies.csv` columns of the case's bodies (after `time`): per body `NAME.x`, `.y`
 /// [`.z`], the orientation (`.angle` about z in 2D, radians; the unit quaternion `.qw`,
 /// `.qx`, `.qy`, `.qz` in 3D), the velocity of the centre of mass, the angular velocity
-/// (`.wz` in 2D), and the fluid's force and moment about the centre of mass.
+/// (`.wz` in 2D), and the force and moment about the centre of mass of the fluid and the
+/// contacts (the summed load; gravity and mooring lines left out).
 pub fn columns(specs: &[BodySpec], dim: usize) -> Vec<String> {
     let parts: &[&str] = if dim == 3 {
         &["x", "y", "z", "qw", "qx", "qy", "qz", "vx", "vy", "vz", "wx", "wy", "wz", "fx", "fy", "fz", "mx", "my", "mz"]
