@@ -128,7 +128,7 @@ extern "C" __global__ void boundary_loads_kernel(int first, int count, int wlo, 
 // Floating bodies: the fixed-point sums of the load on each owned particle
 // first..first+count of each body (the fluid's force, then its contacts with other solids'
 // particles closer than dp) and of its moment about the body's centre (the CPU twin:
-// surge-cpu's loads::body_loads and surge_core::bodies::add_particle_load). `table`: the
+// surge-cpu's loads::boundary_loads with contacts, and surge_core::bodies::add_particle_load). `table`: the
 // grid's origin xyz and cell size xyz, dp, 1 unused, then 10 per body: first id, one past
 // the last, centre xyz, force step, moment step, contact spring and damper, unused. Each
 // particle's contribution is rounded to an integer of its step (float64, no contraction:

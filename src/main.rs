@@ -420,7 +420,7 @@ fn cmd_check(path: &Path, write_particles: Option<&Path>, common: &Common) -> Re
     for m in &case.motions {
         let solid = match m.solid {
             surge_core::case::Solid::Wall(k) => format!("wall[{k}]"),
-            surge_core::case::Solid::Obstacle(k) => format!("obstacle[{k}]"),
+            surge_core::case::Solid::Obstacle(k) => case.obstacle_label(k),
         };
         let laws: Vec<&str> = m.laws.iter().map(surge_core::motion::Law::name).collect();
         println!("motion      {solid}: {}, top speed {:.4} m/s", laws.join(" then "), m.max_speed());

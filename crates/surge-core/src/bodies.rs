@@ -111,8 +111,6 @@ pub struct BodyFrame {
     pub inertia0: Mat3,
     /// Free degrees of freedom (as [`BodySpec::free`]).
     pub free: [bool; 6],
-    /// The largest distance of a particle from the centre of mass.
-    pub radius: f64,
     /// Fixed-point steps of its load sums.
     pub scale: LoadScale,
     /// Contact with other solids: spring (N/m) and damper (N s/m) of one particle pair.
@@ -245,13 +243,11 @@ fn rotation_by(phi: [f64; 3]) -> Mat3 {
     crate::shape::Placement::rotation(scale(phi, 1.0 / angle), angle.to_degrees())
 }
 
+/// The inverse of a 3 × 3 matrix, by the mDBC solver's adjugate.
 fn inverse(m: &Mat3) -> Mat3 {
-    let c = |i: usize, j: usize| {
-        let (i1, i2, j1, j2) = ((i + 1) % 3, (i + 2) % 3, (j + 1) % 3, (j + 2) % 3);
-        m[j1][i1] * m[j2][i2] - m[j1][i2] * m[j2][i1]
-    };
-    let det = m[0][0] * c(0, 0) + m[0][1] * c(1, 0) + m[0][2] * c(2, 0);
-    std::array::from_fn(|i| std::array::from_fn(|j| c(i, j) / det))
+    let a: [[f64; 4]; 4] = std::array::from_fn(|i| std::array::from_fn(|j| if i < 3 && j < 3 { m[i][j] } else { 0.0 }));
+    let (det, adj) = crate::physics::mdbc::adjugate(&a, 3);
+    std::array::from_fn(|i| std::array::from_fn(|j| adj[i][j] / det))
 }
 
 impl BodyState {
@@ -283,10 +279,10 @@ impl BodyState {
         }
     }
 
-    /// Linear and angular accelerations under the fluid's `force` and `moment` (about the
-    /// centre of mass), the mooring lines and gravity `g`, fixed degrees of freedom held.
-    fn accelerations(&self, frame: &BodyFrame, force: [f64; 3], moment: [f64; 3], g: [f64; 3]) -> ([f64; 3], [f64; 3]) {
-        let (mut force, mut moment) = (force, moment);
+    /// Linear and angular accelerations under this state's load (`force`, `moment`), the
+    /// mooring lines and gravity `g`, fixed degrees of freedom held.
+    fn accelerations(&self, frame: &BodyFrame, g: [f64; 3]) -> ([f64; 3], [f64; 3]) {
+        let (mut force, mut moment) = (self.force, self.moment);
         for m in &frame.moorings {
             let arm = mulv(&self.rot, m.fairlead);
             let pull = m.pull(add(self.centre, arm));
@@ -302,55 +298,32 @@ impl BodyState {
     }
 
     /// The state at the end of update `which` of a step of `dt` that starts at `self`, under
-    /// the fluid's force and moment (about the centre of mass) of the force pass before the
-    /// update (for the
-    /// corrector, the pass at the predictor's state `half`) and gravity `g`.
-    pub fn advance(
-        &self,
-        frame: &BodyFrame,
-        which: Update,
-        dt: f64,
-        (force, moment): ([f64; 3], [f64; 3]),
-        g: [f64; 3],
-        half: &BodyState,
-    ) -> BodyState {
-        let at = if which == Update::Corrector { half } else { self };
-        let (a, alpha) = at.accelerations(frame, force, moment, g);
-        let (centre, vel, omega, turn) = match which {
+    /// the load of the force pass before the update, which `now` carries (`now` is where the
+    /// particles were for that pass: `self` with its new load, or for the corrector the
+    /// predictor's state), and gravity `g`.
+    pub fn advance(&self, frame: &BodyFrame, which: Update, dt: f64, g: [f64; 3], now: &BodyState) -> BodyState {
+        let (a, alpha) = now.accelerations(frame, g);
+        let step = |x: [f64; 3], rate: [f64; 3], t: f64| add(x, scale(rate, t));
+        // Centre, rotation vector, velocity, angular velocity, and the Verlet half-step
+        // velocities with their pending half kick.
+        let (centre, turn, vel, omega, (vel_half, omega_half, pending)) = match which {
             Update::Verlet | Update::VerletEuler => {
                 // Velocity Verlet: the last step's second half kick, with these forces, then
                 // this step's first; the body drifts with the mid-step velocities and shows
                 // (and gives its particles) the velocities one more half kick on.
-                let vh = add(add(self.vel_half, scale(a, self.pending)), scale(a, 0.5 * dt));
-                let wh = add(add(self.omega_half, scale(alpha, self.pending)), scale(alpha, 0.5 * dt));
-                let next = BodyState {
-                    centre: add(self.centre, scale(vh, dt)),
-                    rot: mul(&rotation_by(scale(wh, dt)), &self.rot),
-                    vel: add(vh, scale(a, 0.5 * dt)),
-                    omega: add(wh, scale(alpha, 0.5 * dt)),
-                    force,
-                    moment,
-                    vel_half: vh,
-                    omega_half: wh,
-                    pending: 0.5 * dt,
-                };
-                return next;
+                let vh = step(self.vel_half, a, self.pending + 0.5 * dt);
+                let wh = step(self.omega_half, alpha, self.pending + 0.5 * dt);
+                let (vel, omega) = (step(vh, a, 0.5 * dt), step(wh, alpha, 0.5 * dt));
+                (step(self.centre, vh, dt), scale(wh, dt), vel, omega, (vh, wh, 0.5 * dt))
             }
-            Update::Predictor => (
-                add(self.centre, scale(self.vel, 0.5 * dt)),
-                add(self.vel, scale(a, 0.5 * dt)),
-                add(self.omega, scale(alpha, 0.5 * dt)),
-                scale(self.omega, 0.5 * dt),
-            ),
+            Update::Predictor => {
+                let (vel, omega) = (step(self.vel, a, 0.5 * dt), step(self.omega, alpha, 0.5 * dt));
+                (step(self.centre, self.vel, 0.5 * dt), scale(self.omega, 0.5 * dt), vel, omega, (vel, omega, 0.0))
+            }
             Update::Corrector => {
-                let vel = add(self.vel, scale(a, dt));
-                let omega = add(self.omega, scale(alpha, dt));
-                (
-                    add(self.centre, scale(add(self.vel, vel), 0.5 * dt)),
-                    vel,
-                    omega,
-                    scale(add(self.omega, omega), 0.5 * dt),
-                )
+                let (vel, omega) = (step(self.vel, a, dt), step(self.omega, alpha, dt));
+                let centre = step(self.centre, add(self.vel, vel), 0.5 * dt);
+                (centre, scale(add(self.omega, omega), 0.5 * dt), vel, omega, (vel, omega, 0.0))
             }
         };
         BodyState {
@@ -358,11 +331,11 @@ impl BodyState {
             rot: mul(&rotation_by(turn), &self.rot),
             vel,
             omega,
-            force,
-            moment,
-            vel_half: vel,
-            omega_half: omega,
-            pending: 0.0,
+            force: now.force,
+            moment: now.moment,
+            vel_half,
+            omega_half,
+            pending,
         }
     }
 }
@@ -466,7 +439,7 @@ pub fn frame_of(spec: &BodySpec, ids: Range<u32>, points: &[[f64; 3]], dp: f64, 
     let free = if dim == 2 { [spec.free[0], spec.free[1], false, false, false, spec.free[5]] } else { spec.free };
     let moorings = spec.moorings.iter().map(|m| Mooring { fairlead: sub(m.fairlead, centre0), ..*m }).collect();
     let scale = LoadScale::new(mass, g, radius);
-    BodyFrame { ids, mass, centre0, inertia0, free, radius, scale, contact, moorings }
+    BodyFrame { ids, mass, centre0, inertia0, free, scale, contact, moorings }
 }
 
 /// The moves of the case's bodies over update `which` (`from` the states at the step start,
@@ -537,9 +510,9 @@ mod tests {
         let s0 = BodyState::start(&spec([true; 6]), &f);
         let (mut v, mut s) = (s0, s0);
         for _ in 0..1000 {
-            v = v.advance(&f, Update::Verlet, dt, ([0.0; 3], [0.0; 3]), g, &v);
-            let half = s.advance(&f, Update::Predictor, dt, ([0.0; 3], [0.0; 3]), g, &s);
-            s = s.advance(&f, Update::Corrector, dt, ([0.0; 3], [0.0; 3]), g, &half);
+            v = v.advance(&f, Update::Verlet, dt, g, &v);
+            let half = s.advance(&f, Update::Predictor, dt, g, &s);
+            s = s.advance(&f, Update::Corrector, dt, g, &half);
         }
         let want = f.centre0[2] - 0.5 * 9.81 * 1.0;
         for st in [v, s] {
@@ -559,7 +532,8 @@ mod tests {
         let mut s = s0;
         let dt = 1e-3;
         for _ in 0..100 {
-            s = s.advance(&f, Update::Verlet, dt, ([0.0; 3], [0.0, 0.0, izz]), [0.0, 0.0, -9.81], &s);
+            s.moment = [0.0, 0.0, izz];
+            s = s.advance(&f, Update::Verlet, dt, [0.0, 0.0, -9.81], &s);
         }
         // alpha = 1 rad/s² about z for 0.1 s; z is held despite gravity.
         assert!((s.omega[2] - 0.1).abs() < 1e-12);
@@ -594,10 +568,10 @@ mod tests {
             let mut t = 0.0;
             while t < 4.0 * period - 1e-12 {
                 s = if which == Update::Verlet {
-                    s.advance(&f, Update::Verlet, dt, ([0.0; 3], [0.0; 3]), [0.0, 0.0, -9.81], &s)
+                    s.advance(&f, Update::Verlet, dt, [0.0, 0.0, -9.81], &s)
                 } else {
-                    let half = s.advance(&f, Update::Predictor, dt, ([0.0; 3], [0.0; 3]), [0.0, 0.0, -9.81], &s);
-                    s.advance(&f, Update::Corrector, dt, ([0.0; 3], [0.0; 3]), [0.0, 0.0, -9.81], &half)
+                    let half = s.advance(&f, Update::Predictor, dt, [0.0, 0.0, -9.81], &s);
+                    s.advance(&f, Update::Corrector, dt, [0.0, 0.0, -9.81], &half)
                 };
                 t += dt;
                 lowest = lowest.min(s.centre[2]);

@@ -238,10 +238,12 @@ pub struct CudaBackend {
     loads_ids: CudaSlice<u32>,
     loads_count: CudaSlice<u32>,
     loads_out: CudaSlice<u32>,
-    /// Floating bodies: the grid and the bodies for `body_loads_kernel` (8 float64 each),
-    /// and its sums (6 per body).
+    /// Floating bodies: the grid and the bodies for `body_loads_kernel` (`BODY_WORDS`
+    /// float64 each), and its sums (6 per body); their host sides, reused.
     body_table: CudaSlice<f64>,
     body_out: CudaSlice<u64>,
+    body_table_host: Vec<f64>,
+    body_out_host: Vec<u64>,
 }
 
 /// Float64 per body in `body_loads_kernel`'s table (`BODY_WORDS` in kernels/loads.cu).
@@ -577,6 +579,8 @@ impl CudaBackend {
             body_out: stream
                 .alloc_zeros::<u64>(LOAD_LEN * case.bodies.len().max(1))
                 .map_err(|e| fail("allocating the bodies' loads", e))?,
+            body_table_host: Vec::new(),
+            body_out_host: Vec::new(),
             case: Arc::new(case.clone()),
             consts: Constants::of(case),
             win: whole.clone(),
@@ -1446,16 +1450,16 @@ impl CudaBackend {
         if 8 + BODY_WORDS * bodies.len() > self.body_table.len() || len > self.body_out.len() {
             return Err(format!("{what}: {} bodies for tables of {}", bodies.len(), self.body_out.len() / LOAD_LEN));
         }
-        let g = &self.whole;
-        let dp = self.case.dp;
-        let mut table = vec![g.origin[0], g.origin[1], g.origin[2], g.cell[0], g.cell[1], g.cell[2], dp, 0.0];
+        let (g, table) = (&self.whole, &mut self.body_table_host);
+        table.clear();
+        table.extend([g.origin[0], g.origin[1], g.origin[2], g.cell[0], g.cell[1], g.cell[2], self.case.dp, 0.0]);
         for b in bodies {
             table.extend([b.ids.start as f64, b.ids.end as f64]);
             table.extend(b.centre);
             table.extend([b.scale.force, b.scale.moment, b.contact[0], b.contact[1], 0.0]);
         }
         let stream = self.stream.clone();
-        stream.memcpy_htod(&table, &mut self.body_table.slice_mut(0..table.len())).map_err(|e| fail(what, e))?;
+        stream.memcpy_htod(&*table, &mut self.body_table.slice_mut(0..table.len())).map_err(|e| fail(what, e))?;
         stream.memset_zeros(&mut self.body_out.slice_mut(0..len)).map_err(|e| fail(what, e))?;
         let (first, count, nbodies) = (self.own.start as i32, self.own.len() as i32, bodies.len() as i32);
         let (wlo, whi) = self.win.window;
@@ -1470,10 +1474,10 @@ impl CudaBackend {
             // laminar viscosity and `mdbc` only with mDBC, which allocate them.
             unsafe { b.launch(cfg(self.own.len())) }.map_err(|e| fail(what, e))?;
         }
-        let mut sums = vec![0u64; len];
-        stream.memcpy_dtoh(&self.body_out.slice(0..len), &mut sums).map_err(|e| fail(what, e))?;
+        self.body_out_host.resize(len, 0);
+        stream.memcpy_dtoh(&self.body_out.slice(0..len), &mut self.body_out_host).map_err(|e| fail(what, e))?;
         self.settle(what)?;
-        for (o, s) in out.iter_mut().zip(sums) {
+        for (o, &s) in out.iter_mut().zip(&self.body_out_host) {
             *o = o.wrapping_add(s as i64);
         }
         Ok(())

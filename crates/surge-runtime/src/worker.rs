@@ -118,10 +118,14 @@ pub(crate) struct Worker {
     /// The floating bodies' constant properties (issue 15).
     frames: Vec<BodyFrame>,
     /// The bodies' states where the particles are now (the step start, or the predictor's
-    /// end); the clock's are the step start's.
+    /// end), with the load of the last force pass; the clock's are the step start's.
     bodies_now: Vec<BodyState>,
-    /// The fluid's force and moment on each body from the last force pass.
-    body_totals: Vec<([f64; 3], [f64; 3])>,
+    /// The states at the end of the current update, reused.
+    bodies_next: Vec<BodyState>,
+    /// What each force pass sums (the bodies' particles, centres and steps) and the sums,
+    /// reused.
+    load_specs: Vec<BodyLoad>,
+    body_sums: Vec<i64>,
 }
 
 impl Worker {
@@ -134,7 +138,12 @@ impl Worker {
         let clock = StepState::start(case, &frames);
         Worker {
             bodies_now: clock.bodies.clone(),
-            body_totals: vec![([0.0; 3], [0.0; 3]); frames.len()],
+            bodies_next: Vec::new(),
+            load_specs: frames
+                .iter()
+                .map(|f| BodyLoad { ids: f.ids.clone(), centre: f.centre0, scale: f.scale, contact: f.contact })
+                .collect(),
+            body_sums: vec![0; LOAD_LEN * frames.len()],
             frames,
             fluid: surge_core::geometry::counts(case).fluid,
             counted,
@@ -526,7 +535,7 @@ impl Worker {
                 Stage::Forces => {
                     stats = self.forces();
                     if !self.frames.is_empty() {
-                        self.body_loads()?;
+                        self.body_loads();
                     }
                 }
                 Stage::ReduceDt => {
@@ -553,24 +562,16 @@ impl Worker {
                         surge_core::motion::moves(&self.case.motions, &self.solid_ids, grid, u, c.time, dt, &mut mv);
                         if !self.frames.is_empty() {
                             let g = self.case.body_force;
-                            let start = &self.clock.bodies;
-                            let next: Vec<BodyState> = (0..self.frames.len())
-                                .map(|k| {
-                                    start[k].advance(
-                                        &self.frames[k],
-                                        u,
-                                        dt,
-                                        self.body_totals[k],
-                                        g,
-                                        &self.bodies_now[k],
-                                    )
-                                })
-                                .collect();
+                            let (start, now) = (&self.clock.bodies, &self.bodies_now);
+                            self.bodies_next.clear();
+                            self.bodies_next.extend(
+                                self.frames.iter().enumerate().map(|(k, f)| start[k].advance(f, u, dt, g, &now[k])),
+                            );
                             // The wall normals are where the previous update of the step left
                             // them: at the predictor's state for the corrector.
-                            let normals = if u == Update::Corrector { &self.bodies_now } else { start };
-                            surge_core::bodies::moves(&self.frames, start, &next, normals, grid, &mut mv);
-                            self.bodies_now = next;
+                            let normals = if u == Update::Corrector { now } else { start };
+                            surge_core::bodies::moves(&self.frames, start, &self.bodies_next, normals, grid, &mut mv);
+                            std::mem::swap(&mut self.bodies_now, &mut self.bodies_next);
                         }
                         self.call(|b| b.set_moves(&mv));
                         self.solid_moves = mv;
@@ -615,19 +616,19 @@ impl Worker {
         self.balance()
     }
 
-    /// The fluid's force and moment on each floating body after a force pass, summed over
+    /// The load (fluid and contacts) on each floating body after a force pass, summed over
     /// every device exactly (fixed-point integers: [`surge_core::bodies`]), moments about
-    /// each body's centre of mass where the particles are now.
-    fn body_loads(&mut self) -> Result<(), DeviceError> {
+    /// each body's centre of mass where the particles are now; into `bodies_now`.
+    fn body_loads(&mut self) {
         let t0 = Instant::now();
-        let loads: Vec<BodyLoad> = self
-            .frames
-            .iter()
-            .zip(&self.bodies_now)
-            .map(|(f, s)| BodyLoad { ids: f.ids.clone(), centre: s.centre, scale: f.scale, contact: f.contact })
-            .collect();
-        let mut sums = vec![0i64; LOAD_LEN * loads.len()];
+        for (l, s) in self.load_specs.iter_mut().zip(&self.bodies_now) {
+            l.centre = s.centre;
+        }
+        let mut sums = std::mem::take(&mut self.body_sums);
+        sums.fill(0);
+        let loads = std::mem::take(&mut self.load_specs);
         self.call(|b| b.body_loads(&loads, &mut sums));
+        self.load_specs = loads;
         self.times.forces += t0.elapsed().as_secs_f64();
         let t1 = Instant::now();
         let r = self.ex.sum_i64(&mut sums);
@@ -635,21 +636,13 @@ impl Worker {
         if r.is_err() {
             self.peer_failed = true;
         }
-        if self.broken() {
-            // The next reduction tells every device.
-            return Ok(());
+        if !self.broken() {
+            // Otherwise the next reduction tells every device.
+            for ((s, f), sum) in self.bodies_now.iter_mut().zip(&self.frames).zip(sums.chunks_exact(LOAD_LEN)) {
+                (s.force, s.moment) = surge_core::bodies::from_fixed(sum, &f.scale);
+            }
         }
-        self.body_totals = self
-            .frames
-            .iter()
-            .enumerate()
-            .map(|(k, f)| surge_core::bodies::from_fixed(&sums[LOAD_LEN * k..LOAD_LEN * (k + 1)], &f.scale))
-            .collect();
-        for (s, &(f, m)) in self.bodies_now.iter_mut().zip(&self.body_totals) {
-            s.force = f;
-            s.moment = m;
-        }
-        Ok(())
+        self.body_sums = sums;
     }
 
     /// Every `balance.every` steps, the work times of all devices (forces, updates,
