@@ -203,6 +203,12 @@ pub trait Backend: Interpolate + Send {
     /// Fluid particles this device has dropped since it was made, because they left the
     /// domain ([`Backend::rebuild_begin`] with `rekey`).
     fn removed(&self) -> u64;
+    /// Open boundaries (issue 15): the particles the inlets made and those that flowed out
+    /// (through an outlet, or back into an inlet), since this device was made.
+    fn open_counts(&self) -> [u64; 2];
+    /// The time of the next force pass (the inlets' prescribed velocities): called before
+    /// each force pass of a case with open boundaries.
+    fn set_time(&mut self, t: f64);
     /// True when no particle is owned.
     fn is_empty(&self) -> bool {
         self.len() == 0

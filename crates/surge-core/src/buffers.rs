@@ -14,22 +14,32 @@ pub enum Kind {
     Fluid = 0,
     /// Dynamic boundary particle (walls, obstacles).
     Boundary = 1,
+    /// Buffer particle of an open boundary (issue 15, [`crate::open`]): stored with the fluid
+    /// of its cell, it moves with the velocity its zone gives it and takes no force.
+    Buffer = 2,
 }
 
 impl Kind {
     /// From the stored code.
     pub fn from_code(c: u32) -> Kind {
-        if c == 0 {
-            Kind::Fluid
-        } else {
-            Kind::Boundary
+        match c {
+            0 => Kind::Fluid,
+            2 => Kind::Buffer,
+            _ => Kind::Boundary,
         }
+    }
+    /// The bin of a cell the sort puts a particle of kind code `c` in: 0 for fluid and
+    /// buffer particles (the neighbours a fluid particle sees as fluid), 1 for boundary.
+    #[inline(always)]
+    pub fn bin(c: u32) -> u32 {
+        (c == Kind::Boundary as u32) as u32
     }
     /// Name in output files.
     pub fn name(self) -> &'static str {
         match self {
             Kind::Fluid => "fluid",
             Kind::Boundary => "boundary",
+            Kind::Buffer => "buffer",
         }
     }
 }
@@ -416,18 +426,19 @@ impl ParticleState {
     pub fn prepare_import(&mut self, want: BufferSet, grid: &Grid) -> Result<(), String> {
         require(self.buffers, want)?;
         self.relocate(grid)?;
-        self.validate_part(grid, u32::MAX as usize)
+        self.validate_part(grid)
     }
 
     /// Check a whole state (every particle of a case) before it is split between devices:
-    /// every held buffer has one element per particle, ids are exactly 0..n, kinds are known
-    /// and cells lie in `grid`. A state that passes cannot make a backend index out of bounds.
+    /// every held buffer has one element per particle, ids are unique (removal and open
+    /// boundaries leave gaps and add ids past the fill's), kinds are known and cells lie in
+    /// `grid`. A state that passes cannot make a backend index out of bounds.
     pub fn validate(&self, grid: &Grid) -> Result<(), String> {
-        self.validate_part(grid, self.len())
+        self.validate_part(grid)
     }
 
-    /// [`Self::validate`] for a device's part of a state: ids below `ids`, each once.
-    pub fn validate_part(&self, grid: &Grid, ids: usize) -> Result<(), String> {
+    /// [`Self::validate`] for a device's part of a state.
+    pub fn validate_part(&self, grid: &Grid) -> Result<(), String> {
         let n = self.len();
         for b in self.buffers.iter() {
             let len = self.arrays.bytes(b).len() / b.elem_bytes();
@@ -435,13 +446,14 @@ impl ParticleState {
                 return Err(format!("buffer `{}` holds {len} particles, `id_kind` {n}", b.name()));
             }
         }
-        let mut seen = vec![false; ids];
+        let mut ids: Vec<u32> = self.arrays.info.iter().map(|i| i[0]).collect();
+        ids.sort_unstable();
+        if let Some(w) = ids.windows(2).find(|w| w[0] == w[1]) {
+            return Err(format!("id {} is held by two particles: ids must be unique", w[0]));
+        }
         for (i, info) in self.arrays.info.iter().enumerate() {
             let [id, kind] = *info;
-            if id as usize >= ids || std::mem::replace(&mut seen[id as usize], true) {
-                return Err(format!("particle {i} has id {id}: ids must be 0..{ids}, each once"));
-            }
-            if kind > Kind::Boundary as u32 {
+            if kind > Kind::Buffer as u32 {
                 return Err(format!("particle {id} has the unknown kind code {kind}"));
             }
             let c = self.arrays.cell[i];
@@ -516,7 +528,7 @@ mod tests {
         s.validate(&grid).unwrap();
         let mut bad = s.clone();
         bad.arrays_mut().info[1][0] = 0;
-        assert!(bad.validate(&grid).unwrap_err().contains("ids must be 0..3"));
+        assert!(bad.validate(&grid).unwrap_err().contains("ids must be unique"));
         let mut bad = s.clone();
         bad.arrays_mut().cell[2] = [0, 2, 0, 0];
         assert!(bad.validate(&grid).unwrap_err().contains("outside the grid"));

@@ -292,6 +292,11 @@ pub struct Case {
     pub bodies: Vec<crate::bodies::BodySpec>,
     /// Walls and obstacles with a prescribed motion (issue 14), in case order (walls first).
     pub motions: Vec<Motion>,
+    /// Open boundaries (issue 15): the `[[inlet]]` tables, then the `[[outlet]]` ones.
+    pub open: Vec<crate::open::OpenZone>,
+    /// The columns of every inlet together ([`crate::open::OpenZone::columns`]): an inlet
+    /// particle's id is `first + column + open_columns * generation`.
+    pub open_columns: u32,
     /// Damping zones.
     pub damping: Vec<Damping>,
     /// With shapes: the particles of each fluid region and the case's counts, counted once
@@ -459,6 +464,127 @@ impl Checker<'_> {
         }
         let name = b.name.clone().unwrap_or_else(|| format!("body.{index}"));
         Ok(BodySpec { name, solid, mass, centre, inertia, velocity, omega, free, moorings })
+    }
+
+    /// An `[[inlet]]` or `[[outlet]]` table (`index` among its kind); `first_column`: the
+    /// columns of the inlets before it.
+    fn open(
+        &self,
+        o: &crate::config::OpenSpec,
+        inlet: bool,
+        index: usize,
+        dp: f64,
+        h: f64,
+        first_column: u32,
+    ) -> Result<crate::open::OpenZone, CaseError> {
+        use crate::config::{OpenPressureSpec, OpenVelocitySpec};
+        use crate::open::{OpenPressure, OpenVelocity, OpenZone, Profile};
+        let dim = self.dim;
+        let field = format!("{}[{index}]", if inlet { "inlet" } else { "outlet" });
+        let min = self.vec(&format!("{field}.min"), &o.min, dim)?;
+        let max = self.vec(&format!("{field}.max"), &o.max, dim)?;
+        if let Some(a) = (0..dim).find(|&a| max[a] <= min[a]) {
+            return Err(self.err(format!("{field}.max"), format!("must be above min along {}", AXES[a])));
+        }
+        let dirs = ["+x", "-x", "+y", "-y", "+z", "-z"];
+        let Some(d) = dirs.iter().position(|x| *x == o.direction).filter(|d| d / 2 < dim) else {
+            return Err(self.err(
+                format!("{field}.direction"),
+                format!("unknown direction `{}`; expected one of {}", o.direction, dirs[..2 * dim].join(", ")),
+            ));
+        };
+        let (axis, sign) = (d / 2, if d % 2 == 0 { 1.0 } else { -1.0 });
+        let thick = max[axis] - min[axis];
+        let layers = (thick / dp).round();
+        if (layers * dp - thick).abs() > 1e-6 * dp || layers < (2.0 * h / dp - 1e-9).ceil() {
+            return Err(self.err(
+                format!("{field}.max"),
+                format!(
+                    "the buffer is {thick} thick along {}: it must be a whole number of dp = {dp} and at least the \
+                     kernel support 2h = {} ({} layers)",
+                    AXES[axis],
+                    2.0 * h,
+                    (2.0 * h / dp - 1e-9).ceil()
+                ),
+            ));
+        }
+        // The plane: downstream face of an inlet's box, upstream face of an outlet's.
+        let plane = if inlet == (sign > 0.0) { max[axis] } else { min[axis] };
+        let velocity = match (&o.velocity, inlet) {
+            (None, true) => return Err(self.err(format!("{field}.velocity"), "an inlet needs a velocity (m/s)")),
+            (None, false) => OpenVelocity::Extrapolated,
+            (Some(OpenVelocitySpec::Word(w)), _) if w == "extrapolated" => OpenVelocity::Extrapolated,
+            (Some(OpenVelocitySpec::Word(w)), _) => {
+                return Err(self.err(
+                    format!("{field}.velocity"),
+                    format!("unknown `{w}`: expected a speed, [[t, u], ...] or \"extrapolated\""),
+                ))
+            }
+            (Some(OpenVelocitySpec::Speed(u)), _) if u.is_finite() => OpenVelocity::Prescribed(vec![[0.0, *u]]),
+            (Some(OpenVelocitySpec::Series(s)), _)
+                if !s.is_empty()
+                    && s.iter().all(|p| p[0].is_finite() && p[1].is_finite())
+                    && s.windows(2).all(|w| w[1][0] > w[0][0]) =>
+            {
+                OpenVelocity::Prescribed(s.clone())
+            }
+            _ => {
+                return Err(self.err(
+                    format!("{field}.velocity"),
+                    "expected a finite speed or [[t, u], ...] with increasing times",
+                ))
+            }
+        };
+        let profile = match o.profile.as_deref() {
+            None | Some("uniform") => Profile::Uniform,
+            Some("parabolic") => Profile::Parabolic,
+            Some(p) => {
+                return Err(
+                    self.err(format!("{field}.profile"), format!("unknown `{p}`: expected uniform or parabolic"))
+                )
+            }
+        };
+        let level = o.level.filter(|l| l.is_finite());
+        if o.level.is_some() && level.is_none() {
+            return Err(self.err(format!("{field}.level"), "expected a finite height"));
+        }
+        let pressure = match (&o.pressure, inlet) {
+            (None, true) => OpenPressure::Extrapolated,
+            (None, false) => level.map_or(OpenPressure::Fixed(0.0), OpenPressure::Hydrostatic),
+            (Some(OpenPressureSpec::Value(p)), _) if p.is_finite() => OpenPressure::Fixed(*p),
+            (Some(OpenPressureSpec::Word(w)), _) if w == "extrapolated" => OpenPressure::Extrapolated,
+            (Some(OpenPressureSpec::Word(w)), _) if w == "hydrostatic" => match level {
+                Some(l) => OpenPressure::Hydrostatic(l),
+                None => return Err(self.err(format!("{field}.level"), "pressure = \"hydrostatic\" needs the level")),
+            },
+            _ => {
+                return Err(self
+                    .err(format!("{field}.pressure"), "expected a pressure (Pa), \"hydrostatic\" or \"extrapolated\""))
+            }
+        };
+        if inlet && velocity == OpenVelocity::Extrapolated && pressure == OpenPressure::Extrapolated {
+            return Err(self.err(field, "an inlet needs a prescribed velocity or pressure"));
+        }
+        let name = o.name.clone().unwrap_or_else(|| format!("{}.{index}", if inlet { "inlet" } else { "outlet" }));
+        let z = OpenZone {
+            name,
+            inlet,
+            axis,
+            sign,
+            plane,
+            layers: layers as u32,
+            min,
+            max,
+            velocity,
+            profile,
+            pressure,
+            level: if inlet { level } else { None },
+            first_column,
+        };
+        if inlet && z.columns(dim, dp).is_empty() {
+            return Err(self.err(format!("{field}.level"), "the level lies below the opening: nothing flows in"));
+        }
+        Ok(z)
     }
 
     /// A unit vector from `v` (`len` numbers), refused when zero.
@@ -1263,15 +1389,31 @@ impl Case {
             return Err(c.err("output.formats", "expected at least one of \"vtu\", \"csv\""));
         }
 
+        // Open boundaries.
+        let mut open = Vec::new();
+        let mut open_columns = 0u32;
+        for (inlet, list) in [(true, &f.inlet), (false, &f.outlet)] {
+            for (k, o) in list.iter().enumerate() {
+                let z = c.open(o, inlet, k, dp, h, open_columns)?;
+                if inlet {
+                    open_columns += z.columns(dim, dp).len() as u32;
+                }
+                open.push(z);
+            }
+        }
+        let open_boxes: Vec<Aabb> = open.iter().map(|z| Aabb { min: z.min, max: z.max }).collect();
+
         // Domain.
-        let geometry_box =
-            fluid.iter().copied().chain(walls.iter().map(|w| w.outer(dp))).chain(obstacles.iter().copied()).fold(
-                fluid[0],
-                |acc, b| Aabb {
-                    min: std::array::from_fn(|a| acc.min[a].min(b.min[a])),
-                    max: std::array::from_fn(|a| acc.max[a].max(b.max[a])),
-                },
-            );
+        let geometry_box = fluid
+            .iter()
+            .copied()
+            .chain(walls.iter().map(|w| w.outer(dp)))
+            .chain(obstacles.iter().copied())
+            .chain(open_boxes.iter().copied())
+            .fold(fluid[0], |acc, b| Aabb {
+                min: std::array::from_fn(|a| acc.min[a].min(b.min[a])),
+                max: std::array::from_fn(|a| acc.max[a].max(b.max[a])),
+            });
         let mut periodic = [false; 3];
         let corners = match &f.domain {
             Some(d) => match (&d.min, &d.max) {
@@ -1322,7 +1464,8 @@ impl Case {
                                     .iter()
                                     .enumerate()
                                     .map(|(k, x)| (obstacle_label(k, f.obstacle.len()), *x, &obstacle_shapes[k])),
-                            );
+                            )
+                            .chain(open.iter().zip(&open_boxes).map(|(z, x)| (z.name.clone(), *x, &None)));
                     for (name, x, shape) in objects {
                         if let Some(a) = (0..dim).find(|&a| x.min[a] < b.min[a] || x.max[a] > b.max[a]) {
                             let hint = match shape.as_deref() {
@@ -1353,17 +1496,40 @@ impl Case {
             }
         };
 
+        for (k, z) in open.iter().enumerate() {
+            let kind = if z.inlet { "inlet" } else { "outlet" };
+            if periodic[z.axis] {
+                return Err(
+                    c.err(&z.name, format!("the {kind} lets the flow across {}, a periodic axis", AXES[z.axis]))
+                );
+            }
+            // Each buffer particle finds its zone by position (up to a buffer thickness
+            // beyond the box): those reaches may not overlap.
+            let grown = |z: &crate::open::OpenZone| {
+                let mut b = Aabb { min: z.min, max: z.max };
+                b.min[z.axis] -= z.thickness(dp);
+                b.max[z.axis] += z.thickness(dp);
+                b
+            };
+            if let Some(o) = open[..k].iter().find(|o| grown(o).overlaps(&grown(z), dim)) {
+                return Err(c.err(
+                    &z.name,
+                    format!("lies within a buffer thickness of {}: keep open boundaries apart", o.name),
+                ));
+            }
+        }
+
         // Gauges.
         let mut gauges = Vec::new();
         for (i, g) in f.gauge.iter().enumerate() {
             let field = format!("gauge[{i}]");
             let n = g.name();
-            if n.is_empty() || n.contains([',', '"', '\n']) || n == "time" || n == "removed" {
+            if n.is_empty() || n.contains([',', '"', '\n']) || ["time", "removed", "inflow", "outflow"].contains(&n) {
                 return Err(c.err(
                     format!("{field}.name"),
                     format!(
-                        "`{n}` must be non-empty, without commas or quotes, and not `time` or `removed` (columns of \
-                         gauges.csv)"
+                        "`{n}` must be non-empty, without commas or quotes, and not `time`, `removed`, `inflow` or \
+                         `outflow` (columns of gauges.csv)"
                     ),
                 ));
             }
@@ -1525,6 +1691,8 @@ impl Case {
             obstacle_shapes,
             bodies,
             motions,
+            open,
+            open_columns,
             damping,
             counted: None,
             initial,
@@ -1653,6 +1821,8 @@ impl Case {
             obstacle_shapes,
             bodies,
             motions,
+            open,
+            open_columns: _,
             damping,
             counted: _,
             initial,
@@ -1733,6 +1903,10 @@ impl Case {
         // Motions and damping zones: their Debug forms hold every number exactly (Rust
         // prints floats so that they read back the same).
         hs.str(&format!("{motions:?}")).str(&format!("{damping:?}")).str(&format!("{bodies:?}"));
+        // Open boundaries add nothing when there are none: earlier checkpoints keep their hash.
+        if !open.is_empty() {
+            hs.str(&format!("{open:?}"));
+        }
         match *initial {
             Initial::Constant(v) => hs.str("constant").f64s(&v),
             Initial::TaylorGreen { u0 } => hs.str("taylor_green").f64(u0),

@@ -85,6 +85,12 @@ pub struct CaseFile {
     /// Floating rigid bodies: solids of boundary particles that the fluid moves.
     #[serde(default)]
     pub body: Vec<BodyTable>,
+    /// Open boundaries where fluid enters (issue 15).
+    #[serde(default)]
+    pub inlet: Vec<OpenSpec>,
+    /// Open boundaries where fluid leaves.
+    #[serde(default)]
+    pub outlet: Vec<OpenSpec>,
     /// Gauges written to `gauges.csv`.
     #[serde(default)]
     pub gauge: Vec<GaugeSpec>,
@@ -830,6 +836,57 @@ pub enum AngleLaw {
         /// The CSV file.
         file: String,
     },
+}
+
+/// An open boundary (`[[inlet]]` or `[[outlet]]`, [`crate::open`]): a box of buffer layers
+/// beside the plane the flow crosses.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OpenSpec {
+    /// A name for the log; default `inlet.N` / `outlet.N`.
+    pub name: Option<String>,
+    /// Lower corner of the buffer box.
+    pub min: Vec<f64>,
+    /// Upper corner. Along `direction` the box is the buffer, a whole number of dp and at
+    /// least the kernel support 2h thick; the plane is its downstream face at an inlet,
+    /// its upstream face at an outlet.
+    pub max: Vec<f64>,
+    /// The flow's direction: `+x`, `-x`, `+y`, `-y`, `+z` or `-z`.
+    pub direction: String,
+    /// The mean normal speed (m/s): a number, `[[t, u], ...]` (linear in between), or
+    /// `"extrapolated"` from the fluid. Inlets: required; outlets: default extrapolated.
+    pub velocity: Option<OpenVelocitySpec>,
+    /// `uniform` (default) or `parabolic` across the opening.
+    pub profile: Option<String>,
+    /// The buffer's pressure: a number (Pa), `"hydrostatic"` (below `level`), or
+    /// `"extrapolated"`. Default: inlets extrapolated; outlets hydrostatic with a `level`,
+    /// else 0.
+    pub pressure: Option<OpenPressureSpec>,
+    /// Free-surface level along the last axis: an inlet fills its opening only below it;
+    /// `pressure = "hydrostatic"` is measured from it.
+    pub level: Option<f64>,
+}
+
+/// `velocity` of an open boundary.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum OpenVelocitySpec {
+    /// A constant speed.
+    Speed(f64),
+    /// `(t, u)` points.
+    Series(Vec<[f64; 2]>),
+    /// `"extrapolated"`.
+    Word(String),
+}
+
+/// `pressure` of an open boundary.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum OpenPressureSpec {
+    /// A fixed pressure (Pa).
+    Value(f64),
+    /// `"hydrostatic"` or `"extrapolated"`.
+    Word(String),
 }
 
 /// A damping zone (`[[damping]]`): fluid velocities relax towards rest over the zone, as

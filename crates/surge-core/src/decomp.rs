@@ -88,12 +88,31 @@ pub fn layer_weights(layers: i32, particles: impl IntoIterator<Item = (i32, u32)
 /// window holds `reach` (copies read) `+ ghost` (ghost cells) `+ reach` (their stencil)
 /// layers on each side, and the sums of every ghost are those of one device: bitwise the
 /// same. Copies further out are not computed (nothing on this device reads them).
+///
+/// Open boundaries (issue 15) are the same with their own ghost nodes, the buffer particles'
+/// mirror images across the plane: up to `2 (T + skin/2)` away for a buffer `T` thick
+/// ([`open_ghost_layers`]), along the split axis when the flow crosses it.
 pub fn halo(case: &crate::Case, grid: &crate::grid::Grid) -> i32 {
-    if case.boundary.is_mdbc() {
-        2 * grid.reach + ghost_layers(grid)
+    let ghost = if case.boundary.is_mdbc() { ghost_layers(grid) } else { 0 };
+    let ghost = ghost.max(open_ghost_layers(case, grid));
+    if ghost > 0 {
+        2 * grid.reach + ghost
     } else {
         grid.reach
     }
+}
+
+/// [`ghost_layers`] for the buffer particles of the open boundaries whose flow crosses the
+/// split axis (0 when none does).
+pub fn open_ghost_layers(case: &crate::Case, grid: &crate::grid::Grid) -> i32 {
+    let axis = grid.split_axis();
+    let cell = grid.cell[axis];
+    case.open
+        .iter()
+        .filter(|z| z.axis == axis)
+        .map(|z| (1.0 + (1.5 * grid.skin + 2.0 * z.thickness(case.dp)) / cell + 1e-4).floor() as i32)
+        .max()
+        .unwrap_or(0)
 }
 
 /// The most cells, along the split axis, between a boundary particle's cell and the cell of

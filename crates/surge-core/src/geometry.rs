@@ -211,12 +211,14 @@ pub struct Counts {
     pub walls: Vec<u64>,
     /// Boundary particles of each obstacle.
     pub obstacles: Vec<u64>,
+    /// The inlets' buffer particles at the start.
+    pub open: u64,
 }
 
 impl Counts {
     /// Every particle.
     pub fn total(&self) -> u64 {
-        self.fluid + self.walls.iter().sum::<u64>() + self.obstacles.iter().sum::<u64>()
+        self.fluid + self.walls.iter().sum::<u64>() + self.obstacles.iter().sum::<u64>() + self.open
     }
 }
 
@@ -506,7 +508,8 @@ pub fn count_with(case: &Case, fluid: &[u64]) -> Counts {
             }
         })
         .collect();
-    Counts { fluid: fluid.iter().sum(), walls, obstacles }
+    let open = case.open.iter().filter(|z| z.inlet).map(|z| z.columns(dim, dp).len() as u64 * z.layers as u64).sum();
+    Counts { fluid: fluid.iter().sum(), walls, obstacles, open }
 }
 
 /// Fill obstacle `k` of the case into `out`.
@@ -619,6 +622,7 @@ pub fn fill(case: &Case) -> Filled {
     for k in 0..case.obstacles.len() {
         fill_obstacle(case, k, &mut out);
     }
+    fill_inlets(case, &mut out);
     if case.hydrostatic_start {
         let first_boundary = out.fluid_count();
         out.rel_density[first_boundary..]
@@ -627,6 +631,31 @@ pub fn fill(case: &Case) -> Filled {
             .for_each(|(d, &x)| *d = boundary_hydrostatic(case, &consts, x));
     }
     out
+}
+
+/// The inlets' buffer particles, last: layer g (0 next to the plane) of every inlet's
+/// columns, g outermost, so that particle `first + column + open_columns g` has that id
+/// ([`crate::open`]). Each moves at the inlet's speed at t = 0 (rest where extrapolated).
+fn fill_inlets(case: &Case, out: &mut Filled) {
+    let (dim, dp) = (case.dim, case.dp);
+    let inlets: Vec<_> = case.open.iter().filter(|z| z.inlet).map(|z| (z, z.columns(dim, dp))).collect();
+    let layers = inlets.iter().map(|(z, _)| z.layers).max().unwrap_or(0);
+    let (first, columns) = (out.len() as u32, case.open_columns);
+    for g in 0..layers {
+        for (z, cols) in &inlets {
+            for (k, &c) in cols.iter().enumerate() {
+                let mut x = c;
+                x[z.axis] = z.plane - z.sign * (g as f64 + 0.5) * dp;
+                let mut v = [0.0; 3];
+                v[z.axis] = z.sign * z.speed(0.0).unwrap_or(0.0) * z.profile_at(x, dim);
+                // A thinner inlet leaves its deeper layers' ids unused.
+                if g < z.layers {
+                    out.push(x, v, 0.0, Kind::Buffer, [0.0; 4]);
+                    *out.id.last_mut().expect("pushed") = first + z.first_column + k as u32 + columns * g;
+                }
+            }
+        }
+    }
 }
 
 /// Height of x along the body force (`g . x`) and of the top of fluid box b.

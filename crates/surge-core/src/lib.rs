@@ -15,6 +15,7 @@ pub mod grid;
 pub mod hash;
 pub mod mesh;
 pub mod motion;
+pub mod open;
 pub mod physics;
 pub mod shape;
 pub mod step;

@@ -362,8 +362,9 @@ impl WithPhysics for Pass<'_> {
                 }
                 let a_i = acc.acc + g;
                 (a_i.with_w(acc.drho * inv_rho0), acc, a_i.norm2().sqrt())
-            } else if B::MDBC {
-                // The mDBC pass has set the density; nothing changes it until the next one.
+            } else if B::MDBC || info[i][1] == Kind::Buffer as u32 {
+                // The mDBC pass has set the density (an open boundary's pass a buffer
+                // particle's); nothing changes it until the next one.
                 ([0.0; 4], acc, 0.0)
             } else {
                 stencil.around::<DIM>(grid, cell_start, cell[i]);

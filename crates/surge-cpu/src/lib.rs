@@ -6,6 +6,7 @@
 mod forces;
 mod loads;
 mod mdbc;
+mod open;
 mod sort;
 mod update;
 
@@ -65,6 +66,12 @@ pub struct CpuBackend {
     pass: ForceStats,
     /// Fluid particles dropped since the start because they left the domain.
     removed: u64,
+    /// Open boundaries (issue 15): particles the outlets (and backflow at inlets) removed,
+    /// and particles the inlets made, since the start.
+    outflow: u64,
+    spawned: u64,
+    /// The time of the next force pass, for the inlets' prescribed velocities.
+    time: f64,
 }
 
 impl CpuBackend {
@@ -116,6 +123,9 @@ impl CpuBackend {
             moves: Vec::new(),
             pass: ForceStats::default(),
             removed: 0,
+            outflow: 0,
+            spawned: 0,
+            time: 0.0,
         };
         be.solo_rebuild(&map, true).map_err(|f| f.to_string())?;
         Ok(be)
@@ -198,6 +208,14 @@ impl Backend for CpuBackend {
         self.removed
     }
 
+    fn open_counts(&self) -> [u64; 2] {
+        [self.spawned, self.outflow]
+    }
+
+    fn set_time(&mut self, t: f64) {
+        self.time = t;
+    }
+
     fn bytes_per_particle(&self) -> usize {
         bytes_per_particle(self.buffers, self.a.len(), self.grid.cell_count())
     }
@@ -214,41 +232,70 @@ impl Backend for CpuBackend {
         out: &mut [ParticleState; 2],
     ) -> Result<(), Failure> {
         let own = self.own.clone();
+        let held = self.a.len();
         let mut leaving = Vec::new();
+        // Open boundaries first (issue 15): kinds change at the planes, what flowed out is
+        // dropped, and new inlet particles come after the held ones, owned like the others.
+        let mut spawned = 0..0;
+        if rekey && !self.case.open.is_empty() {
+            let conserved = self.buffers.and(BufferSet::conserved());
+            let CpuBackend { case, whole, a, pool, .. } = self;
+            let changes = pool.install(|| open::rebuild(case, whole, a, own.clone(), conserved))?;
+            self.outflow += changes.removed.len() as u64;
+            self.spawned += changes.spawned as u64;
+            leaving = changes.removed;
+            spawned = held..held + changes.spawned;
+        }
         if rekey {
             let remove = self.case.on_exit == OnExit::Remove;
             let CpuBackend { whole, a, pool, .. } = self;
-            leaving = pool.install(|| sort::rekey(whole, a, own.clone(), remove)).map_err(Failure::Particle)?;
-            self.removed += leaving.len() as u64;
+            let mut left = Vec::new();
+            for r in [own.clone(), spawned.clone()] {
+                left.extend(pool.install(|| sort::rekey(whole, a, r, remove)).map_err(Failure::Particle)?);
+            }
+            self.removed += left.len() as u64;
+            leaving.extend(left);
+            leaving.sort_unstable();
+            leaving.dedup();
         }
-        // No copies held, no neighbour and nothing removed: every particle stays where it is
-        // (a device alone).
-        let everything = own == (0..self.a.len());
-        if !(everything && map.devices() == 1 && leaving.is_empty()) {
+        // No copies held, no neighbour and nothing removed or added: every particle stays
+        // where it is (a device alone).
+        let everything = own == (0..held);
+        if !(everything && map.devices() == 1 && leaving.is_empty() && spawned.is_empty()) {
             let axis = self.whole.split_axis();
             let (lo, hi) = map.window(me);
             let windows = Side::BOTH.map(|s| map.neighbour(me, s).map(|d| map.window(d)));
-            let mut keep = Vec::with_capacity(own.len());
+            let mut keep = Vec::with_capacity(own.len() + spawned.len());
             let mut send = [Vec::new(), Vec::new()];
             let mut leaving = leaving.iter().peekable();
-            for i in own.clone() {
+            for i in own.clone().chain(spawned.clone()) {
                 if leaving.next_if(|&&r| r as usize == i).is_some() {
                     continue;
                 }
                 let l = self.a.cell[i][axis];
+                let mut held_somewhere = false;
                 if l >= lo && l < hi {
                     keep.push(i as u32);
+                    held_somewhere = true;
                 }
                 for (s, w) in windows.iter().enumerate() {
                     if w.is_some_and(|(wl, wh)| l >= wl && l < wh) {
                         send[s].push(i as u32);
+                        held_somewhere = true;
                     }
+                }
+                if !held_somewhere && i >= held {
+                    return Err(Failure::Device(format!(
+                        "an inlet made particle {} in layer {l}, outside the windows of device {me} and its \
+                         neighbours",
+                        self.a.info[i][0]
+                    )));
                 }
             }
             for (o, idx) in out.iter_mut().zip(&send) {
                 *o = ParticleState::gather(&self.a, idx, self.buffers, &self.whole);
             }
-            if !(everything && keep.len() == own.len()) {
+            if !(everything && keep.len() == own.len() && spawned.is_empty()) {
                 self.a = self.a.gather(&keep, self.buffers.and(BufferSet::conserved()));
             }
         }
@@ -301,6 +348,11 @@ impl Backend for CpuBackend {
     fn forces(&mut self, part: Part) -> Result<(), Failure> {
         match part {
             Part::Edges => {
+                if !self.case.open.is_empty() {
+                    let CpuBackend { case, consts, grid, a, cell_start, pool, mdbc_range, time, .. } = self;
+                    let range = mdbc_range.clone();
+                    pool.install(|| open::pass(case, consts, grid, cell_start, a, range, *time));
+                }
                 if self.case.boundary.is_mdbc() {
                     let CpuBackend { case, consts, grid, a, cell_start, pool, mdbc_range, .. } = self;
                     let range = mdbc_range.clone();

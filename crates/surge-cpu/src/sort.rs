@@ -67,7 +67,7 @@ pub(crate) fn sort(
         .into_par_iter()
         .filter_map(|(c, info, key)| {
             if grid.in_window(*c) {
-                *key = 2 * grid.linear([c[0], c[1], c[2]]) as u32 + info[1];
+                *key = 2 * grid.linear([c[0], c[1], c[2]]) as u32 + Kind::bin(info[1]);
                 None
             } else {
                 Some(info[0])

@@ -24,7 +24,8 @@ pub(crate) struct Motions<'a> {
 /// shifting is on: full updates move fluid by `-A h |v| dt grad C` away from the free surface.
 /// With `mdbc` boundary particles keep the density their last mDBC pass gave them (the
 /// stored state is then that of the last force pass, for output and loads; the next pass
-/// sets it anew whatever it is).
+/// sets it anew whatever it is). The buffer particles of open boundaries always do, and
+/// move with the velocity their pass gave them (issue 15).
 ///
 /// `moves` (issue 14) puts the boundary particles of each moving solid where its pose at the
 /// update's end puts them, with that pose's velocity, and turns their wall normals.
@@ -68,7 +69,7 @@ pub(crate) fn update(
         };
         let d1 = if fluid {
             d1
-        } else if mdbc {
+        } else if mdbc || info[i][1] == Kind::Buffer as u32 {
             vel[3]
         } else {
             d1.max(0.0)

@@ -118,6 +118,11 @@ pub struct CudaBackend {
     case: Arc<Case>,
     /// Fluid particles dropped since the start because they left the domain.
     removed: u64,
+    /// Open boundaries: particles the inlets made and those that flowed out, since the start.
+    spawned: u64,
+    outflow: u64,
+    /// The time of the next force pass (the inlets' prescribed velocities).
+    time: f64,
     /// The case's constants (density and pressure for snapshots).
     consts: Constants,
     /// The whole grid.
@@ -534,6 +539,9 @@ impl CudaBackend {
             perm: zeros(cap, "permutation")?,
             dropping: None,
             removed: 0,
+            spawned: 0,
+            outflow: 0,
+            time: 0.0,
             cell_start: zeros(bins + 2, "cell starts")?,
             scan: scan_levels(&stream, bins + 2)?,
             stats: up(&STATS_INIT, 0, "stats")?,
@@ -1574,6 +1582,14 @@ impl Backend for CudaBackend {
 
     fn len(&self) -> usize {
         self.own.len()
+    }
+
+    fn open_counts(&self) -> [u64; 2] {
+        [self.spawned, self.outflow]
+    }
+
+    fn set_time(&mut self, t: f64) {
+        self.time = t;
     }
 
     fn removed(&self) -> u64 {

@@ -41,8 +41,9 @@ use crate::{with_path, write_atomic_with};
 pub const MAGIC: [u8; 8] = *b"SURGECKP";
 /// The format this build writes, and the only one it reads (2: the header counts the fluid
 /// particles removed, `Header::removed`; 3: it holds the floating bodies' states,
-/// `Header::bodies`).
-pub const FORMAT_VERSION: u32 = 3;
+/// `Header::bodies`; 4: it counts the open boundaries' particles, `Header::spawned` and
+/// `Header::outflow`).
+pub const FORMAT_VERSION: u32 = 4;
 /// The folder of the checkpoints inside an output directory.
 pub const DIR: &str = "checkpoints";
 
@@ -76,6 +77,10 @@ pub struct Header {
     pub rebuilds: u64,
     /// Fluid particles removed so far because they left the domain.
     pub removed: u64,
+    /// Particles the inlets made so far.
+    pub spawned: u64,
+    /// Particles that flowed out through the outlets so far.
+    pub outflow: u64,
     /// Index of the next frame of the series.
     pub next_frame: u32,
     /// Wall seconds of the time loop up to this checkpoint, summed over the runs of a chain.
@@ -690,6 +695,8 @@ mod tests {
             last_disp: 2e-5 / 3.0,
             rebuilds: 7,
             removed: 3,
+            spawned: 5,
+            outflow: 4,
             next_frame: 3,
             wall_seconds: 1.5,
             grid: GridInfo::from(&grid()),

@@ -67,6 +67,12 @@ pub struct Summary {
     /// Fluid particles removed because they left the domain, over the whole chain of runs.
     #[serde(default)]
     pub removed_particles: u64,
+    /// Particles the inlets made (issue 15), over the whole chain of runs.
+    #[serde(default)]
+    pub inlet_particles: u64,
+    /// Particles that flowed out through the outlets, over the whole chain of runs.
+    #[serde(default)]
+    pub outlet_particles: u64,
     /// Boundary particles.
     pub boundary_particles: u64,
     /// Time steps taken.

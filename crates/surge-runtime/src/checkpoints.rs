@@ -62,6 +62,8 @@ impl Restart {
             last_disp: h.last_disp,
             rebuilds: h.rebuilds,
             removed: h.removed,
+            spawned: h.spawned,
+            outflow: h.outflow,
             bodies: h.bodies.clone(),
         }
     }
@@ -123,7 +125,7 @@ pub(crate) fn header(
     (rank, ranks): (usize, usize),
     slices: &[(usize, (i32, i32), u64)],
 ) -> io::Result<Header> {
-    let StepState { step, time, dt, drift, last_disp, rebuilds, removed, bodies } = state;
+    let StepState { step, time, dt, drift, last_disp, rebuilds, removed, spawned, outflow, bodies } = state;
     let grid = particles.grid().ok_or_else(|| {
         io::Error::other("cannot write a checkpoint: the backend did not say which grid its particles' cells refer to")
     })?;
@@ -140,6 +142,8 @@ pub(crate) fn header(
         last_disp,
         rebuilds,
         removed,
+        spawned,
+        outflow,
         next_frame,
         wall_seconds,
         grid: GridInfo::from(grid),

@@ -67,6 +67,8 @@ pub struct Progress {
     pub steps_per_second: f64,
     /// Fluid particles removed so far because they left the domain.
     pub removed: u64,
+    /// Particles the inlets made and those that flowed out through the outlets so far.
+    pub open: [u64; 2],
 }
 
 /// What the manager reports while it runs (progress bar, logs).
@@ -222,6 +224,7 @@ pub fn run(
         summary.frames = h.next_frame as u64;
         summary.restarted_from = Some(r.path.display().to_string());
         summary.removed_particles = h.removed;
+        (summary.inlet_particles, summary.outlet_particles) = (h.spawned, h.outflow);
         let state = r.step_state();
         sim.restore(state.clone(), r.checkpoint.particles)
             .map_err(|e| not_started(format!("{}: {e}", r.path.display())))?;
@@ -239,7 +242,13 @@ pub fn run(
         .map_err(|e| (e.into(), None))?
         .with_piece(rank, ranks);
     // The gauges' columns, then the count of fluid particles removed so far.
-    let names: Vec<String> = surge_core::gauge::columns(case).into_iter().chain(["removed".into()]).collect();
+    // With open boundaries, the particles the inlets made and those that flowed out so far.
+    let open: &[&str] = if case.open.is_empty() { &[] } else { &["inflow", "outflow"] };
+    let names: Vec<String> = surge_core::gauge::columns(case)
+        .into_iter()
+        .chain(["removed".into()])
+        .chain(open.iter().map(|s| s.to_string()))
+        .collect();
     let gauge_path = opts.out_dir.join("gauges.csv");
     // Every rank evaluates the gauges (a collective); rank 0 writes them.
     let mut gauges = match (case.gauges.is_empty() || !root, start.restarted && gauge_path.exists()) {
@@ -331,6 +340,7 @@ pub fn run(
                 }
                 Msg::Progress(p) => {
                     summary.removed_particles = p.removed;
+                    (summary.inlet_particles, summary.outlet_particles) = (p.open[0], p.open[1]);
                     obs.progress(&p)
                 }
                 Msg::Checkpoint { state, next_frame, wall, particles, slices } => {
@@ -512,6 +522,9 @@ fn worker_loop(sim: &mut Simulation, opts: &RunOptions, start: Start, tx: &mpsc:
             };
             let mut values = values;
             values.push(sim.removed() as f64);
+            if !sim.case().open.is_empty() {
+                values.extend(sim.open_counts().map(|c| c as f64));
+            }
             if !send(Msg::Gauges { time: t, values }) {
                 return;
             }
@@ -574,6 +587,7 @@ fn worker_loop(sim: &mut Simulation, opts: &RunOptions, start: Start, tx: &mpsc:
                 wall,
                 steps_per_second: if wall > 0.0 { (sim.steps() - start.step) as f64 / wall } else { 0.0 },
                 removed: sim.removed(),
+                open: sim.open_counts(),
             };
             if !send(Msg::Progress(p)) {
                 return;

@@ -70,6 +70,10 @@ pub struct StepState {
     pub rebuilds: u64,
     /// Fluid particles removed so far because they left the domain (over every device).
     pub removed: u64,
+    /// Open boundaries (issue 15): particles the inlets made so far.
+    pub spawned: u64,
+    /// Particles that flowed out through the outlets (or back into an inlet) so far.
+    pub outflow: u64,
     /// The floating bodies' states (issue 15), in case order.
     pub bodies: Vec<BodyState>,
 }
@@ -238,6 +242,12 @@ impl Simulation {
     /// Fluid particles removed so far because they left the domain.
     pub fn removed(&self) -> u64 {
         self.clock.removed
+    }
+
+    /// Open boundaries (issue 15): the particles the inlets made so far, and those that
+    /// flowed out through the outlets (or back into an inlet).
+    pub fn open_counts(&self) -> [u64; 2] {
+        [self.clock.spawned, self.clock.outflow]
     }
 
     fn error(&self, e: DeviceError) -> StepError {

@@ -88,8 +88,9 @@ pub(crate) struct Worker {
     half_skin: f64,
     /// Fluid particles at the start (of the whole case): the base of `domain.max_removed`.
     fluid: u64,
-    /// [`Backend::removed`] as last added into the clock's count.
-    counted: u64,
+    /// [`Backend::removed`] and [`Backend::open_counts`] as last added into the clock's
+    /// counts.
+    counted: [u64; 3],
     /// The step's reductions' values, reused: no allocation per step.
     reduced: Vec<f64>,
     pub times: DeviceTimes,
@@ -133,7 +134,7 @@ impl Worker {
     /// rebuild); [`Worker::rebuild`] brings the copies.
     pub fn new(case: &Case, backend: Box<dyn Backend>, ex: Box<dyn Exchange>, map: SliceMap) -> Worker {
         let half_skin = 0.5 * backend.skin();
-        let counted = backend.removed();
+        let counted = [backend.removed(), backend.open_counts()[0], backend.open_counts()[1]];
         let frames = surge_core::geometry::body_frames(case);
         let clock = StepState::start(case, &frames);
         Worker {
@@ -530,9 +531,19 @@ impl Worker {
         let mut stats = ForceStats::default();
         let mut dt = 0.0;
         let mut disp = 0.0f64;
+        let mut forces_done = 0;
         for stage in plan(&self.case, c.step) {
             match *stage {
                 Stage::Forces => {
+                    if !self.case.open.is_empty() {
+                        // The symplectic corrector's pass is at mid-step.
+                        let t = if forces_done > 0 { c.time + 0.5 * dt } else { c.time };
+                        self.call(|b| {
+                            b.set_time(t);
+                            Ok(())
+                        });
+                    }
+                    forces_done += 1;
                     stats = self.forces();
                     if !self.frames.is_empty() {
                         self.body_loads();
@@ -591,15 +602,21 @@ impl Worker {
         let mut v = std::mem::take(&mut self.reduced);
         v.clear();
         v.push(disp);
+        // The open boundaries' counts ride along the same way: slots 1 + 3d, 2 + 3d, 3 + 3d.
         if rebuilt {
-            let fresh = self.backend.removed() - self.counted;
-            v.resize(1 + self.map.devices(), 0.0);
-            v[1 + self.me()] = fresh as f64;
-            self.counted += fresh;
+            let now = [self.backend.removed(), self.backend.open_counts()[0], self.backend.open_counts()[1]];
+            let me = self.me();
+            v.resize(1 + 3 * self.map.devices(), 0.0);
+            for k in 0..3 {
+                v[1 + 3 * me + k] = (now[k] - self.counted[k]) as f64;
+            }
+            self.counted = now;
         }
         self.reduce(&mut v)?;
         let disp = v[0];
-        let removed = self.clock.removed + v[1..].iter().sum::<f64>() as u64;
+        let total = |k: usize| v.iter().skip(1 + k).step_by(3).sum::<f64>() as u64;
+        let removed = self.clock.removed + total(0);
+        let (spawned, outflow) = (self.clock.spawned + total(1), self.clock.outflow + total(2));
         self.reduced = v;
         if removed > 0 && removed as f64 > self.case.max_removed * self.fluid as f64 {
             let share = self.case.max_removed;
@@ -608,6 +625,8 @@ impl Worker {
         let clock = &mut self.clock;
         clock.bodies.clone_from(&self.bodies_now);
         clock.removed = removed;
+        clock.spawned = spawned;
+        clock.outflow = outflow;
         clock.drift += disp;
         clock.last_disp = disp;
         clock.dt = dt;
