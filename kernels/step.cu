@@ -7,7 +7,7 @@
 //   pos  float4[n]  offset from the cell centre (xyz), mass (w)
 //   vel  float4[n]  velocity (xyz), relative density rho/rho0 - 1 (w)
 //   cell int4[n]    cell coordinates
-//   info uint2[n]   global id, kind (0 fluid, 1 boundary)
+//   info uint2[n]   global id, kind (0 fluid, 1 boundary, 2 buffer of an open boundary)
 //   vel_prev, pos_prev, force, wall, shift, mdbc float4[n]: as in surge_core::buffers
 //   cell_start uint[2 cells + 2]: fluid of cell k in [cs[2k], cs[2k+1]), boundary up to cs[2k+2]
 //
@@ -99,6 +99,8 @@ extern "C" __global__ void rekey_kernel(int first, int count, int remove, int4 *
     if (t >= count) return;
     int i = first + t;
     int4 c = cell[i];
+    // Marked by open_rebuild_kernel: it flowed out, the sort drops it.
+    if (c.w != 0) return;
     float4 p = pos[i];
     int cc[3] = {c.x, c.y, c.z};
     float off[3] = {p.x, p.y, p.z};
@@ -162,7 +164,8 @@ extern "C" __global__ void key_kernel(int n, int wlo, int whi, int held, int own
         key[i] = 0;
         return;
     }
-    key[i] = 2u * (unsigned)cell_linear(c.x, c.y, c.z, wlo) + info[i].y;
+    // Buffer particles (kind 2) share the fluid's bin (surge_core::buffers::Kind::bin).
+    key[i] = 2u * (unsigned)cell_linear(c.x, c.y, c.z, wlo) + (info[i].y == 1u ? 1u : 0u);
 }
 
 // First half of a rebuild: of the owned particles first..first+count, count those whose
@@ -287,7 +290,8 @@ extern "C" __global__ void __launch_bounds__(256, FORCES_MIN_BLOCKS) forces_kern
         Accum acc = {v3(0.0f, 0.0f, 0.0f), 0.0f, 0.0f, v3(0.0f, 0.0f, 0.0f), 0.0f};
         // mDBC: a boundary particle's density comes from mdbc_kernel; it sums nothing here
         // (an empty loop: force 0, density rate 0).
-        const bool sums = !MDBC || fluid;
+        // A buffer particle of an open boundary (kind 2) sums nothing either: its pass sets it.
+        const bool sums = fluid || (!MDBC && info[i].y == 1u);
         const int zlo = DIM == 3 ? -R : 0, zhi = sums ? (DIM == 3 ? R : 0) : zlo - 1;
         for (int dz = zlo; dz <= zhi; ++dz) {
             int cz;
@@ -448,6 +452,221 @@ extern "C" __global__ void __launch_bounds__(256, MDBC_MIN_BLOCKS)
 }
 #endif
 
+// ---- open boundaries (issue 15) -----------------------------------------------------
+
+#if OPEN
+// Twin of surge_core::open and crates/surge-cpu/src/open.rs. The zone table (doubles):
+// OPEN_HEAD values (grid origin xyz, cell size xyz, dp, every inlet's columns, |g|), then
+// OPEN_ZONE per zone: inlet, axis, sign, plane, thickness, min xyz, max xyz, the speed now
+// (NaN: extrapolated), profile (0 uniform, 1 parabolic), profile mean, pressure kind (0
+// extrapolated, 1 fixed, 2 hydrostatic), its value (the fixed relative density, or the
+// level), layers.
+#define OPEN_HEAD 9
+#define OPEN_ZONE 17
+
+// Absolute position (as Grid::absolute).
+__device__ __forceinline__ void open_absolute(const double *t, int4 c, float4 p, double x[3]) {
+    x[0] = t[0] + ((double)c.x + 0.5) * t[3] + (double)p.x;
+    x[1] = t[1] + ((double)c.y + 0.5) * t[4] + (double)p.y;
+    x[2] = t[2] + ((double)c.z + 0.5) * t[5] + (double)p.z;
+}
+
+__device__ __forceinline__ bool open_across(const double *z, const double x[3]) {
+    const int axis = (int)z[1];
+    for (int b = 0; b < DIM; ++b)
+        if (b != axis && (x[b] < z[5 + b] || x[b] > z[8 + b])) return false;
+    return true;
+}
+
+__device__ __forceinline__ double open_xi(const double *z, const double x[3]) { return z[2] * (x[(int)z[1]] - z[3]); }
+
+// OpenZone::holds through zone_of: the zone of a buffer particle, or -1.
+__device__ __forceinline__ int open_zone_of(const double *t, int nz, const double x[3]) {
+    for (int k = 0; k < nz; ++k) {
+        const double *z = t + OPEN_HEAD + OPEN_ZONE * k;
+        const double xi = open_xi(z, x), th = z[4];
+        const double lo = z[0] != 0.0 ? -2.0 * th : -th, hi = z[0] != 0.0 ? th : 2.0 * th;
+        if (open_across(z, x) && xi >= lo && xi <= hi) return k;
+    }
+    return -1;
+}
+
+// OpenZone::profile_at.
+__device__ __forceinline__ double open_profile(const double *z, const double x[3]) {
+    if (z[12] == 0.0) return 1.0;
+    const int axis = (int)z[1];
+    double f = 1.0;
+    for (int b = 0; b < DIM; ++b) {
+        if (b == axis) continue;
+        const double s = fmin(fmax((x[b] - z[5 + b]) / (z[8 + b] - z[5 + b]), 0.0), 1.0);
+        f *= 6.0 * s * (1.0 - s);
+    }
+    return f / z[13];
+}
+
+// Before each force pass (crates/surge-cpu/src/open.rs, pass): each buffer particle of
+// first..first+count takes its velocity and relative density from its zone (prescribed) or
+// from the fluid at its ghost node, its mirror image across the plane (OpenZone::state).
+// Reads only fluid entries of vel and writes only buffer entries.
+extern "C" __global__ void open_kernel(int first, int count, int wlo, int whi, const float4 *__restrict__ pos,
+                                       float4 *vel, const int4 *__restrict__ cell, const uint2 *__restrict__ info,
+                                       const unsigned *__restrict__ cell_start, const double *__restrict__ table,
+                                       int nz) {
+    const int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= count) return;
+    const int i = first + t;
+    if (info[i].y != 2u) return;
+    const float4 p4 = pos[i], v4 = vel[i];
+    const int4 ci = cell[i];
+    double x[3];
+    open_absolute(table, ci, p4, x);
+    const int k = open_zone_of(table, nz, x);
+    if (k < 0) return;
+    const double *z = table + OPEN_HEAD + OPEN_ZONE * k;
+    const int axis = (int)z[1];
+    const float shift = (float)(2.0 * (z[3] - x[axis]));
+    float o[3] = {p4.x, p4.y, p4.z};
+    o[axis] += shift;
+    int cg[3] = {ci.x, ci.y, ci.z};
+    const float cs[3] = {CSX, CSY, CSZ};
+    for (int a = 0; a < DIM; ++a) {
+        const float kk = roundf(o[a] / cs[a]);
+        cg[a] += (int)kk;
+        o[a] = o[a] - kk * cs[a];
+    }
+    GhostSums s;
+    for (int row = 0; row < 4; ++row)
+        for (int c = 0; c < 4; ++c) {
+            s.a[row][c] = 0.0f;
+            s.b[row][c] = 0.0f;
+        }
+    const int zlo = DIM == 3 ? -R : 0, zhi = DIM == 3 ? R : 0;
+    for (int dz = zlo; dz <= zhi; ++dz) {
+        int cz;
+        if (!neighbour_axis(cg[2], dz, NZ, PERZ, cz) || !in_window(2, cz, wlo, whi)) continue;
+        for (int dy = -R; dy <= R; ++dy) {
+            int cy;
+            if (!neighbour_axis(cg[1], dy, NY, PERY, cy) || !in_window(1, cy, wlo, whi)) continue;
+            for (int dx = -R; dx <= R; ++dx) {
+                int cx;
+                if (!neighbour_axis(cg[0], dx, NX, PERX, cx) || !in_window(0, cx, wlo, whi)) continue;
+                const int kc = cell_linear(cx, cy, cz, wlo);
+                const unsigned s0 = cell_start[2 * kc], mid = cell_start[2 * kc + 1];
+                const float bx = o[0] - (float)dx * CSX, by = o[1] - (float)dy * CSY, bz = o[2] - (float)dz * CSZ;
+                for (unsigned j = s0; j < mid; ++j) {
+                    if (info[j].y != 0u) continue;
+                    const float4 pj4 = pos[j];
+                    const float3 r = v3(bx - pj4.x, by - pj4.y, bz - pj4.z);
+                    const float r2 = norm2(r);
+                    if (r2 < SUPPORT2) {
+                        const float q = sqrtf(r2);
+                        const float4 vj4 = vel[j];
+                        const float vol = pj4.w / (RHO0 * (1.0f + vj4.w));
+                        ghost_add(s, r, KERNEL_W(q), r * KERNEL_F(q), vol, vj4.w, xyz(vj4));
+                    }
+                }
+            }
+        }
+    }
+    float gd;
+    float3 ggrad, gvel;
+    const bool have = ghost_values(s, gd, ggrad, gvel);
+    float3 v = xyz(v4);
+    if (!isnan(z[11])) {
+        float vv[3] = {0.0f, 0.0f, 0.0f};
+        vv[axis] = (float)(z[2] * z[11] * open_profile(z, x));
+        v = v3(vv[0], vv[1], vv[2]);
+    } else if (have) {
+        v = gvel;
+    }
+    float d = v4.w;
+    if (z[14] == 1.0) {
+        d = (float)z[15];
+    } else if (z[14] == 2.0) {
+        d = tait_density((float)(RHO0 * table[8] * fmax(z[15] - x[DIM - 1], 0.0)), TAIT_B, GAMMA, PB);
+    } else if (have) {
+        float tb[3] = {0.0f, 0.0f, 0.0f};
+        tb[axis] = -shift;
+        d = gd + dot(ggrad, v3(tb[0], tb[1], tb[2]));
+    }
+    vel[i] = make_float4(v.x, v.y, v.z, d);
+}
+
+// A rebuild's first step at the planes (surge_core::open::action; crates/surge-cpu/src/
+// open.rs, rebuild), over the owned particles first..first+count. Counting pass (write 0):
+// counters[0] gets the particles the inlets will make, nothing changes. Writing pass: kinds
+// change in place, an outflowing particle is marked (cell.w = 1, counters[1]; the rekey
+// leaves it and the sort drops it), and each inlet particle that entered the fluid becomes
+// fluid and puts a new buffer particle at n + counters[0] (room must exist), `layers dp`
+// upstream, id + columns * layers (counters[2]: the lowest id past 2^32, else 0xffffffff).
+extern "C" __global__ void open_rebuild_kernel(int first, int count, int n, int write, float4 *pos, float4 *vel,
+                                               int4 *cell, uint2 *info, float4 *vel_prev, int has_wall, float4 *wall,
+                                               const double *__restrict__ table, int nz, unsigned *counters) {
+    const int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= count) return;
+    const int i = first + t;
+    const uint2 in = info[i];
+    if (in.y == 1u) return;
+    const int4 c = cell[i];
+    const float4 p4 = pos[i];
+    double x[3];
+    open_absolute(table, c, p4, x);
+    // 0 keep, 1 to fluid, 2 to buffer, 3 remove, 4 spawn.
+    int act = 0, zk = -1;
+    if (in.y == 0u) {
+        for (int k = 0; k < nz && act == 0; ++k) {
+            const double *z = table + OPEN_HEAD + OPEN_ZONE * k;
+            if (!open_across(z, x)) continue;
+            const double xi = open_xi(z, x), th = z[4];
+            if (z[0] != 0.0 && xi < 0.0 && xi >= -th) act = 3;
+            else if (z[0] == 0.0 && xi >= 0.0 && xi <= 2.0 * th) act = xi <= th ? 2 : 3;
+        }
+    } else {
+        zk = open_zone_of(table, nz, x);
+        if (zk < 0) {
+            act = 3;
+        } else {
+            const double *z = table + OPEN_HEAD + OPEN_ZONE * zk;
+            const double xi = open_xi(z, x), th = z[4];
+            if (z[0] != 0.0) act = xi >= 0.0 ? 4 : (xi < -th ? 3 : 0);
+            else act = xi < 0.0 ? 1 : (xi > th ? 3 : 0);
+        }
+    }
+    if (!write) {
+        if (act == 4) atomicAdd(&counters[0], 1u);
+        return;
+    }
+    if (act == 1 || act == 4) info[i].y = 0u;
+    if (act == 2) info[i].y = 2u;
+    if (act == 3) {
+        cell[i].w = 1;
+        atomicAdd(&counters[1], 1u);
+    }
+    if (act == 4) {
+        const double *z = table + OPEN_HEAD + OPEN_ZONE * zk;
+        const unsigned slot = (unsigned)n + atomicAdd(&counters[0], 1u);
+        const unsigned long long id = (unsigned long long)in.x + (unsigned long long)table[7] * (unsigned long long)z[16];
+        if (id > 0xffffffffull) atomicMin(&counters[2], in.x);
+        float o[3] = {p4.x, p4.y, p4.z};
+        o[(int)z[1]] += (float)(-z[2] * z[4]);
+        pos[slot] = make_float4(o[0], o[1], o[2], p4.w);
+        vel[slot] = vel[i];
+        vel_prev[slot] = vel_prev[i];
+        cell[slot] = c;
+        if (has_wall) wall[slot] = wall[i];
+        info[slot] = make_uint2((unsigned)id, 2u);
+    }
+}
+#endif
+
+// Move the `spawned` particles held after the n others to the end of the owned ones (which
+// end at own_end; the copies from the right follow them): the permutation for a gather.
+extern "C" __global__ void rotate_perm_kernel(int n, int own_end, int spawned, unsigned *perm) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n + spawned) return;
+    perm[i] = i < own_end ? (unsigned)i : (i < own_end + spawned ? (unsigned)(n + i - own_end) : (unsigned)(i - spawned));
+}
+
 // ---- updates -----------------------------------------------------------------------
 
 #define UPDATE_PREDICTOR 0
@@ -562,6 +781,7 @@ extern "C" __global__ void update_kernel(int n, int which, float dt, float4 *pos
 #else
         if (!fluid) d1 = fmaxf(d1, 0.0f);
 #endif
+        if (info[i].y == 2u) d1 = d;  // a buffer particle: the density of its last pass
 #if SHIFT
         if (fluid && which != UPDATE_PREDICTOR) {
             const float4 sh = shift[i];

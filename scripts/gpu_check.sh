@@ -17,7 +17,7 @@ run() { # name, command...
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$logs/gpu.txt"
 run info "$bin/surge" info
 run parity "$bin/gpu_parity" --ignored --nocapture --test-threads 1
-for t in physics_channel_flows physics_hydrostatic physics_taylor_green physics_dam_break physics_loads determinism motion bodies; do
+for t in physics_channel_flows physics_hydrostatic physics_taylor_green physics_dam_break physics_loads determinism motion bodies open; do
     [ -x "$bin/$t" ] && run "cuda_$t" env SURGE_TEST_BACKEND=cuda "$bin/$t" --nocapture --test-threads 1
 done
 # A floating box settling to its Archimedes draft at dp = 0.005 (tests/bodies.rs).

@@ -346,6 +346,9 @@ fn objects(case: &Case, counts: &surge_core::geometry::Counts) -> Vec<(String, &
     out.extend(
         counts.obstacles.iter().enumerate().map(|(k, n)| (case.obstacle_label(k), kind(&case.obstacle_shapes[k]), *n)),
     );
+    for z in case.open.iter().filter(|z| z.inlet) {
+        out.push((z.name.clone(), "buffer", z.columns(case.dim, case.dp).len() as u64 * z.layers as u64));
+    }
     out
 }
 
@@ -382,7 +385,15 @@ fn cmd_check(path: &Path, write_particles: Option<&Path>, common: &Common) -> Re
     };
     let dt0 = case.initial_dt();
     println!("case        {} ({}), {}D", case.name, path.display(), case.dim);
-    println!("particles   {n} (fluid {fluid}, boundary {})", n - fluid);
+    if counts.open > 0 {
+        println!(
+            "particles   {n} (fluid {fluid}, boundary {}, inlet buffers {})",
+            n - fluid - counts.open as usize,
+            counts.open
+        );
+    } else {
+        println!("particles   {n} (fluid {fluid}, boundary {})", n - fluid);
+    }
     let objects = objects(&case, &counts);
     for (name, kind, count) in &objects {
         println!("            {name:<12} {kind:<9} {count}");
@@ -456,6 +467,33 @@ fn cmd_check(path: &Path, write_particles: Option<&Path>, common: &Common) -> Re
                 m.length
             );
         }
+    }
+    for z in &case.open {
+        let kind = if z.inlet { "inlet" } else { "outlet" };
+        let velocity = match &z.velocity {
+            surge_core::open::OpenVelocity::Extrapolated => "velocity extrapolated".to_string(),
+            surge_core::open::OpenVelocity::Prescribed(s) if s.len() == 1 => {
+                format!("mean speed {} m/s ({:?})", s[0][1], z.profile)
+            }
+            surge_core::open::OpenVelocity::Prescribed(s) => {
+                format!("mean speed from {} points of time ({:?})", s.len(), z.profile)
+            }
+        };
+        let pressure = match z.pressure {
+            surge_core::open::OpenPressure::Extrapolated => "pressure extrapolated".to_string(),
+            surge_core::open::OpenPressure::Fixed(p) => format!("pressure {p} Pa"),
+            surge_core::open::OpenPressure::Hydrostatic(l) => format!("hydrostatic pressure below {l} m"),
+        };
+        let columns = if z.inlet { format!(", {} columns", z.columns(case.dim, case.dp).len()) } else { String::new() };
+        println!(
+            "{kind:<12}{}: plane {} = {} m, flow {}{}, {} layers{columns}; {velocity}, {pressure}",
+            z.name,
+            ["x", "y", "z"][z.axis],
+            z.plane,
+            if z.sign > 0.0 { "+" } else { "-" },
+            ["x", "y", "z"][z.axis],
+            z.layers
+        );
     }
     for z in &case.damping {
         println!(

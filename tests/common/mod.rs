@@ -37,6 +37,13 @@ pub fn case(name: &str, overrides: &[&str]) -> Case {
     Case::from_file(&path, &o).unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// Load a case of the repository by its path from the root (e.g. `tests/cases/...`) with
+/// `--set`-style overrides.
+pub fn case_at(rel: &str, overrides: &[&str]) -> Case {
+    let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+    Case::from_file(&repo_file(rel), &o).unwrap_or_else(|e| panic!("{e}"))
+}
+
 /// The backend the physics tests run on: the CPU, or GPU 0 with `SURGE_TEST_BACKEND=cuda`
 /// (scripts/gpu_check.sh runs the same tests both ways).
 pub fn test_backend() -> BackendChoice {

@@ -580,7 +580,9 @@ impl Checker<'_> {
             pressure,
             level: if inlet { level } else { None },
             first_column,
+            profile_mean: 1.0,
         };
+        let z = OpenZone { profile_mean: z.columns_mean(dim, dp), ..z };
         if inlet && z.columns(dim, dp).is_empty() {
             return Err(self.err(format!("{field}.level"), "the level lies below the opening: nothing flows in"));
         }

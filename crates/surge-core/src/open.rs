@@ -104,6 +104,9 @@ pub struct OpenZone {
     /// Inlets: the number of the first column of this inlet among every inlet's
     /// ([`OpenZone::columns`]).
     pub first_column: u32,
+    /// The profile's factor is divided by its mean over the columns, so that the columns
+    /// carry the mean speed times the opening's area exactly (1 for a uniform profile).
+    pub profile_mean: f64,
 }
 
 /// What a rebuild does with a particle ([`action`]).
@@ -187,9 +190,15 @@ impl OpenZone {
         }
     }
 
-    /// The profile factor at x (mean 1 over the opening).
+    /// The profile factor at x: mean 1 over the columns ([`OpenZone::profile_mean`]).
     #[inline]
     pub fn profile_at(&self, x: [f64; 3], dim: usize) -> f64 {
+        self.shape_at(x, dim) / self.profile_mean
+    }
+
+    /// The profile's shape at x, `6 s (1 - s)` per tangential axis (mean 1 over the box).
+    #[inline]
+    pub fn shape_at(&self, x: [f64; 3], dim: usize) -> f64 {
         match self.profile {
             Profile::Uniform => 1.0,
             Profile::Parabolic => (0..dim).filter(|&b| b != self.axis).fold(1.0, |f, b| {
@@ -197,6 +206,15 @@ impl OpenZone {
                 f * 6.0 * s * (1.0 - s)
             }),
         }
+    }
+
+    /// The mean of [`OpenZone::shape_at`] over the columns (1 for an outlet).
+    pub fn columns_mean(&self, dim: usize, dp: f64) -> f64 {
+        let cols = self.columns(dim, dp);
+        if !self.inlet || cols.is_empty() {
+            return 1.0;
+        }
+        cols.iter().map(|&x| self.shape_at(x, dim)).sum::<f64>() / cols.len() as f64
     }
 
     /// The prescribed relative density at x, if any.
@@ -334,6 +352,7 @@ mod tests {
             pressure: OpenPressure::Extrapolated,
             level: None,
             first_column: 0,
+            profile_mean: 1.0,
         }
     }
 
@@ -363,9 +382,13 @@ mod tests {
         let z = inlet();
         let cols = z.columns(2, 0.01);
         assert_eq!(cols.len(), 10);
+        // The midpoint rule on n = 10 points: the mean of s² is 1/3 - 1/(12 n²), so that of
+        // 6 s (1 - s) is 1 + 1/(2 n²) = 1.005.
+        let mean = z.columns_mean(2, 0.01);
+        assert!((mean - 1.005).abs() < 1e-12, "mean {mean}");
+        let z = OpenZone { profile_mean: mean, ..z };
         let mean = cols.iter().map(|&x| z.profile_at(x, 2)).sum::<f64>() / cols.len() as f64;
-        // The midpoint rule on 10 points: the mean of 6 s (1 - s) is 1 - 1/(2 n²) = 0.995.
-        assert!((mean - 0.995).abs() < 1e-12, "mean {mean}");
+        assert!((mean - 1.0).abs() < 1e-12, "mean {mean}");
         assert_eq!(z.speed(0.5), Some(1.0));
         assert_eq!(z.speed(3.0), Some(2.0));
         let lev = OpenZone { level: Some(0.05), ..inlet() };

@@ -26,6 +26,7 @@ use surge_core::gauge::{height_intervals, Interpolate, ParticleLoad};
 use surge_core::geometry::Filled;
 use surge_core::grid::Grid;
 use surge_core::motion::{SolidMove, MOVE_LEN};
+use surge_core::open::OpenPressure;
 use surge_core::physics::constants::Constants;
 
 mod mdbc;
@@ -85,6 +86,10 @@ struct Kernels {
     front: CudaFunction,
     boundary_loads: CudaFunction,
     body_loads: CudaFunction,
+    /// Open boundaries (compiled only for cases with some).
+    open: Option<CudaFunction>,
+    open_rebuild: Option<CudaFunction>,
+    rotate_perm: CudaFunction,
 }
 
 /// The particles a rebuild's sort drops: of the first `held` (those held before the
@@ -123,6 +128,11 @@ pub struct CudaBackend {
     outflow: u64,
     /// The time of the next force pass (the inlets' prescribed velocities).
     time: f64,
+    /// The open boundaries' table (`kernels/step.cu`, OPEN_HEAD and OPEN_ZONE), its host
+    /// image, and the counters of their rebuild step.
+    open_table: CudaSlice<f64>,
+    open_table_host: Vec<f64>,
+    open_counters: CudaSlice<u32>,
     /// The case's constants (density and pressure for snapshots).
     consts: Constants,
     /// The whole grid.
@@ -253,6 +263,9 @@ pub struct CudaBackend {
 
 /// Float64 per body in `body_loads_kernel`'s table (`BODY_WORDS` in kernels/loads.cu).
 const BODY_WORDS: usize = 10;
+/// The open boundaries' table: the values before the zones, and per zone (`kernels/step.cu`).
+const OPEN_HEAD: usize = 9;
+const OPEN_ZONE: usize = 17;
 
 /// A CUDA failure, naming what was running.
 fn fail(what: &str, e: impl std::fmt::Debug) -> String {
@@ -460,6 +473,9 @@ impl CudaBackend {
             front: f("front_kernel")?,
             boundary_loads: f("boundary_loads_kernel")?,
             body_loads: f("body_loads_kernel")?,
+            open: if case.open.is_empty() { None } else { Some(f("open_kernel")?) },
+            open_rebuild: if case.open.is_empty() { None } else { Some(f("open_rebuild_kernel")?) },
+            rotate_perm: f("rotate_perm_kernel")?,
         };
         let stream = ctx.default_stream();
 
@@ -542,6 +558,11 @@ impl CudaBackend {
             spawned: 0,
             outflow: 0,
             time: 0.0,
+            open_table: stream
+                .alloc_zeros::<f64>(OPEN_HEAD + OPEN_ZONE * case.open.len())
+                .map_err(|e| fail("allocating the open boundaries' table", e))?,
+            open_table_host: Vec::new(),
+            open_counters: zeros(4, "open boundary counters")?,
             cell_start: zeros(bins + 2, "cell starts")?,
             scan: scan_levels(&stream, bins + 2)?,
             stats: up(&STATS_INIT, 0, "stats")?,
@@ -680,6 +701,117 @@ impl CudaBackend {
         }
     }
 
+    /// Upload the open boundaries' table at the backend's time (twin of the values
+    /// [`surge_core::open::OpenZone`] gives the CPU's pass).
+    fn upload_open_table(&mut self) -> Result<(), String> {
+        let (case, g, c) = (&self.case, &self.whole, &self.consts);
+        let t = &mut self.open_table_host;
+        t.clear();
+        let gmag = case.body_force.iter().map(|x| x * x).sum::<f64>().sqrt();
+        t.extend(g.origin);
+        t.extend(g.cell);
+        t.extend([case.dp, case.open_columns as f64, gmag]);
+        for z in &case.open {
+            t.extend([f64::from(u8::from(z.inlet)), z.axis as f64, z.sign, z.plane, z.thickness(case.dp)]);
+            t.extend(z.min);
+            t.extend(z.max);
+            let profile = f64::from(u8::from(z.profile == surge_core::open::Profile::Parabolic));
+            t.extend([z.speed(self.time).unwrap_or(f64::NAN), profile, z.profile_mean]);
+            let (kind, value) = match z.pressure {
+                OpenPressure::Extrapolated => (0.0, 0.0),
+                OpenPressure::Fixed(p) => (1.0, c.rel_density(p as f32) as f64),
+                OpenPressure::Hydrostatic(level) => (2.0, level),
+            };
+            t.extend([kind, value, z.layers as f64]);
+        }
+        debug_assert_eq!(t.len(), OPEN_HEAD + OPEN_ZONE * case.open.len());
+        self.stream
+            .memcpy_htod(t.as_slice(), &mut self.open_table)
+            .map_err(|e| fail("uploading the open boundaries", e))
+    }
+
+    /// Before each force pass: the buffer particles' values (`open_kernel`, twin of the
+    /// CPU's `open::pass`), over the particles the mDBC pass would cover.
+    fn launch_open(&mut self) -> Result<(), String> {
+        if self.k.open.is_none() || self.mdbc_range.is_empty() {
+            return Ok(());
+        }
+        self.upload_open_table()?;
+        let kernel = self.k.open.as_ref().expect("compiled for cases with open boundaries");
+        let (first, count) = (self.mdbc_range.start as i32, self.mdbc_range.len() as i32);
+        let (wlo, whi) = self.win.window;
+        let nz = self.case.open.len() as i32;
+        let mut b = self.stream.launch_builder(kernel);
+        b.arg(&first).arg(&count).arg(&wlo).arg(&whi).arg(&self.pos).arg(&mut self.vel).arg(&self.cell);
+        b.arg(&self.info).arg(&self.cell_start).arg(&self.open_table).arg(&nz);
+        // SAFETY: argument types match open_kernel; first + count <= n.
+        unsafe { b.launch(cfg(count as usize)) }.map_err(|e| fail("open_kernel", e))?;
+        Ok(())
+    }
+
+    /// A rebuild's step at the open boundaries' planes (`open_rebuild_kernel`, twin of the
+    /// CPU's `open::rebuild`): kinds change in place, outflowing particles are marked for
+    /// the sort to drop (their count is returned), and the particles the inlets make are
+    /// appended and moved to the end of the owned ones.
+    fn open_rebuild(&mut self) -> Result<usize, Failure> {
+        let what = "open_rebuild_kernel";
+        self.upload_open_table()?;
+        let own = self.own.clone();
+        let (first, count, nz) = (own.start as i32, own.len() as i32, self.case.open.len() as i32);
+        let has_wall = i32::from(self.wall.is_some());
+        let init = [0u32, 0, u32::MAX, 0];
+        let mut spawn = 0;
+        for write in [0i32, 1] {
+            if write == 1 {
+                self.ensure_capacity(self.n + spawn)?;
+            }
+            self.stream.memcpy_htod(&init, &mut self.open_counters).map_err(|e| fail(what, e))?;
+            let n = self.n as i32;
+            let kernel = self.k.open_rebuild.as_ref().expect("compiled for cases with open boundaries");
+            let mut b = self.stream.launch_builder(kernel);
+            b.arg(&first).arg(&count).arg(&n).arg(&write).arg(&mut self.pos).arg(&mut self.vel).arg(&mut self.cell);
+            b.arg(&mut self.info).arg(&mut self.vel_prev).arg(&has_wall);
+            match self.wall.as_mut() {
+                Some(w) => b.arg(w),
+                None => b.arg(&mut self.dummy_out),
+            };
+            b.arg(&self.open_table).arg(&nz).arg(&mut self.open_counters);
+            // SAFETY: argument types match open_rebuild_kernel; first + count <= n, and the
+            // writing pass has room for the n + spawn particles it makes.
+            unsafe { b.launch(cfg(own.len())) }.map_err(|e| fail(what, e))?;
+            let c =
+                read_words(&self.stream, &self.settled, &mut self.words_host, &[self.open_counters.slice(..)], what)?;
+            if write == 0 {
+                spawn = c[0] as usize;
+                continue;
+            }
+            if c[0] as usize != spawn {
+                return Err(Failure::Device(format!("{what}: counted {spawn} new particles, made {}", c[0])));
+            }
+            if c[2] != u32::MAX {
+                return Err(Failure::Device(format!(
+                    "an inlet: particle {} would make a new particle with an id past 2^32; the run has outgrown the \
+                     ids (fewer columns or a shorter run)",
+                    c[2]
+                )));
+            }
+            self.spawned += spawn as u64;
+            self.outflow += c[1] as u64;
+            if spawn > 0 {
+                let (n, end, s) = (self.n as i32, own.end as i32, spawn as i32);
+                let mut b = self.stream.launch_builder(&self.k.rotate_perm);
+                b.arg(&n).arg(&end).arg(&s).arg(&mut self.perm);
+                // SAFETY: argument types match rotate_perm_kernel; perm holds cap >= n + s.
+                unsafe { b.launch(cfg(self.n + spawn)) }.map_err(|e| fail("rotate_perm_kernel", e))?;
+                self.permute(self.n + spawn)?;
+                self.n += spawn;
+                self.own = own.start..own.end + spawn;
+            }
+            return Ok(c[1] as usize);
+        }
+        unreachable!("the writing pass returns")
+    }
+
     /// Make room for `need` particles, keeping the `n` held (all buffers, contents
     /// preserved). Waits for the device first (pinned buffers may be freed).
     fn ensure_capacity(&mut self, need: usize) -> Result<(), String> {
@@ -719,9 +851,14 @@ impl CudaBackend {
     /// owned until now) and which go to each neighbour's window. Returns how many are kept,
     /// and go left (listed in `key[..left]`) and right (`key[m - right..m]`, m owned).
     fn classify(&mut self, map: &SliceMap, me: usize, rekey: bool) -> Result<(usize, usize, usize), Failure> {
+        // Open boundaries first: kinds change at the planes, outflow is marked, and the new
+        // inlet particles join the owned ones.
+        let mut removed = 0;
+        if rekey && !self.case.open.is_empty() && !self.own.is_empty() {
+            removed = self.open_rebuild()?;
+        }
         let own = self.own.clone();
         let (first, count) = (own.start as i32, own.len() as i32);
-        let mut removed = 0;
         if rekey && count > 0 {
             self.reset_stats()?;
             {
@@ -736,8 +873,8 @@ impl CudaBackend {
             if s[STAT_BAD_ID] != u32::MAX {
                 return Err(Failure::Particle(self.bad_particle(s[STAT_BAD_ID], None)?));
             }
-            removed = s[STAT_REMOVED] as usize;
-            self.removed += removed as u64;
+            removed += s[STAT_REMOVED] as usize;
+            self.removed += s[STAT_REMOVED] as u64;
         }
         // A device alone keeps every particle where it is (its window is the whole grid) but
         // those removed, which the sort drops.
@@ -1766,7 +1903,9 @@ impl Backend for CudaBackend {
             Part::Edges => {
                 self.edges_released()?;
                 self.reset_stats()?;
-                // Before any force: the boundary densities the force pass reads.
+                // Before any force: the buffer particles' values and the boundary densities
+                // the force pass reads.
+                self.launch_open()?;
                 self.launch_mdbc()?;
                 let [l, r] = self.edges.clone();
                 self.launch_forces(l)?;

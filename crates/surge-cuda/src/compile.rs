@@ -126,6 +126,8 @@ pub fn defines(case: &Case, grid: &Grid) -> BTreeMap<&'static str, String> {
     // table of doubles, printed so that they read back exactly).
     d.insert("MOTION", u8::from(case.moving_solids() > 0).to_string());
     d.insert("DAMPING", case.damping.len().to_string());
+    // Open boundaries (issue 15): their table comes with each force pass and rebuild.
+    d.insert("OPEN", case.open.len().to_string());
     if !case.damping.is_empty() {
         let rows: Vec<String> = case
             .damping
