@@ -318,6 +318,12 @@ mod blocks {
         fn removed(&self) -> u64 {
             self.cpu.removed()
         }
+        fn open_counts(&self) -> [u64; 2] {
+            self.cpu.open_counts()
+        }
+        fn set_time(&mut self, t: f64) {
+            self.cpu.set_time(t)
+        }
         fn bytes_per_particle(&self) -> usize {
             self.cpu.bytes_per_particle()
         }

@@ -820,6 +820,20 @@ impl CudaBackend {
         }
         let cap = capacity_for(need);
         self.settle("growing the particle buffers")?;
+        // The new buffers are allocated before the old ones are freed: refuse a growth the
+        // GPU cannot hold with a message, before an allocation fails.
+        let on_gpu = BufferSet(self.buffers.0 & !BufferId::Press.bit()).bytes_per_particle();
+        let want = on_gpu * cap;
+        let (free, _) = self.ctx.mem_get_info().map_err(|e| fail("reading free memory", e))?;
+        if want as f64 > 0.95 * free as f64 {
+            return Err(format!(
+                "{}: holding {need} particles (inlets and migration add to them) needs {:.2} GB more GPU memory and \
+                 {:.2} GB are free: the run stops here (a larger dp, fewer or narrower inlets, or more GPUs)",
+                self.name,
+                want as f64 / 1e9,
+                free as f64 / 1e9
+            ));
+        }
         let (s, n) = (&self.stream, self.n);
         for (buf, per) in [
             (&mut self.pos, 4),
