@@ -495,23 +495,36 @@ impl Checker<'_> {
         };
         let (axis, sign) = (d / 2, if d % 2 == 0 { 1.0 } else { -1.0 });
         let thick = max[axis] - min[axis];
-        let layers = (thick / dp).round();
-        if (layers * dp - thick).abs() > 1e-6 * dp || layers < (2.0 * h / dp - 1e-9).ceil() {
+        // Whole layers, rounded up (a case may change dp with --set); the box grows away
+        // from the plane to hold them.
+        let layers = (thick / dp - 1e-6).ceil().max(1.0);
+        let least = (2.0 * h / dp - 1e-9).ceil();
+        if layers < least {
             return Err(self.err(
                 format!("{field}.max"),
                 format!(
-                    "the buffer is {thick} thick along {}: it must be a whole number of dp = {dp} and at least the \
-                     kernel support 2h = {} ({} layers)",
+                    "the buffer is {thick} thick along {}: at least the kernel support 2h = {} ({least} layers of dp \
+                     = {dp}) is needed",
                     AXES[axis],
-                    2.0 * h,
-                    (2.0 * h / dp - 1e-9).ceil()
+                    2.0 * h
                 ),
             ));
         }
         // The plane: downstream face of an inlet's box, upstream face of an outlet's.
         let plane = if inlet == (sign > 0.0) { max[axis] } else { min[axis] };
+        let (mut min, mut max) = (min, max);
+        if plane == max[axis] {
+            min[axis] = plane - layers * dp;
+        } else {
+            max[axis] = plane + layers * dp;
+        }
         let velocity = match (&o.velocity, inlet) {
-            (None, true) => return Err(self.err(format!("{field}.velocity"), "an inlet needs a velocity (m/s)")),
+            (None, true) => {
+                return Err(self.err(
+                    format!("{field}.velocity"),
+                    "an inlet needs a velocity (m/s; or \"extrapolated\" with a prescribed pressure)",
+                ))
+            }
             (None, false) => OpenVelocity::Extrapolated,
             (Some(OpenVelocitySpec::Word(w)), _) if w == "extrapolated" => OpenVelocity::Extrapolated,
             (Some(OpenVelocitySpec::Word(w)), _) => {
@@ -1289,11 +1302,24 @@ impl Case {
             let strength = c.positive(&format!("{field}.strength"), z.strength.unwrap_or(10.0))?;
             damping.push(Damping { axis, start: z.start, end: z.end, strength });
         }
+        // Open boundaries.
+        let mut open = Vec::new();
+        let mut open_columns = 0u32;
+        for (inlet, list) in [(true, &f.inlet), (false, &f.outlet)] {
+            for (k, o) in list.iter().enumerate() {
+                let z = c.open(o, inlet, k, dp, h, open_columns)?;
+                if inlet {
+                    open_columns += z.columns(dim, dp).len() as u32;
+                }
+                open.push(z);
+            }
+        }
+        let inflow = open.iter().map(|z| z.max_speed(dim, dp)).fold(0.0, f64::max);
         let expected_speed = walls
             .iter()
             .map(|w| norm(&w.velocity))
             .chain(motions.iter().map(Motion::max_speed))
-            .fold(front.max(initial_speed), f64::max);
+            .fold(front.max(initial_speed).max(inflow), f64::max);
         let (c0, c0_note) = match (ph.eos.c0, ph.eos.c0_coef) {
             (Some(_), Some(_)) => return Err(c.err("physics.eos", "give either c0 or c0_coef, not both")),
             (Some(c0), None) => (c.positive("physics.eos.c0", c0)?, "given (physics.eos.c0)".to_string()),
@@ -1318,6 +1344,8 @@ impl Case {
                     format!("the dam-break front 2 sqrt(g H), H = {column} m")
                 } else if expected_speed == initial_speed {
                     "the initial velocity".to_string()
+                } else if expected_speed == inflow {
+                    "an inlet's fastest speed".to_string()
                 } else {
                     "a moving wall or obstacle".to_string()
                 };
@@ -1391,18 +1419,6 @@ impl Case {
             return Err(c.err("output.formats", "expected at least one of \"vtu\", \"csv\""));
         }
 
-        // Open boundaries.
-        let mut open = Vec::new();
-        let mut open_columns = 0u32;
-        for (inlet, list) in [(true, &f.inlet), (false, &f.outlet)] {
-            for (k, o) in list.iter().enumerate() {
-                let z = c.open(o, inlet, k, dp, h, open_columns)?;
-                if inlet {
-                    open_columns += z.columns(dim, dp).len() as u32;
-                }
-                open.push(z);
-            }
-        }
         let open_boxes: Vec<Aabb> = open.iter().map(|z| Aabb { min: z.min, max: z.max }).collect();
 
         // Domain.

@@ -847,9 +847,9 @@ pub struct OpenSpec {
     pub name: Option<String>,
     /// Lower corner of the buffer box.
     pub min: Vec<f64>,
-    /// Upper corner. Along `direction` the box is the buffer, a whole number of dp and at
-    /// least the kernel support 2h thick; the plane is its downstream face at an inlet,
-    /// its upstream face at an outlet.
+    /// Upper corner. Along `direction` the box is the buffer, at least the kernel support 2h
+    /// thick (rounded up to whole layers of dp, away from the plane); the plane is its
+    /// downstream face at an inlet, its upstream face at an outlet.
     pub max: Vec<f64>,
     /// The flow's direction: `+x`, `-x`, `+y`, `-y`, `+z` or `-z`.
     pub direction: String,

@@ -217,6 +217,15 @@ impl OpenZone {
         cols.iter().map(|&x| self.shape_at(x, dim)).sum::<f64>() / cols.len() as f64
     }
 
+    /// The fastest prescribed speed: the series' largest, times the profile's peak over the
+    /// columns (0 when extrapolated).
+    pub fn max_speed(&self, dim: usize, dp: f64) -> f64 {
+        let OpenVelocity::Prescribed(s) = &self.velocity else { return 0.0 };
+        let u = s.iter().map(|p| p[1].abs()).fold(0.0, f64::max);
+        let peak = self.columns(dim, dp).iter().map(|&x| self.profile_at(x, dim)).fold(0.0, f64::max);
+        u * peak
+    }
+
     /// The prescribed relative density at x, if any.
     pub fn density_at(&self, x: [f64; 3], dim: usize, consts: &Constants, g: f64) -> Option<f32> {
         match self.pressure {
