@@ -618,8 +618,8 @@ extern "C" __global__ void open_rebuild_kernel(int first, int count, int n, int 
             const double *z = table + OPEN_HEAD + OPEN_ZONE * k;
             if (!open_across(z, x)) continue;
             const double xi = open_xi(z, x), th = z[4];
-            if (z[0] != 0.0 && xi < 0.0 && xi >= -th) act = 3;
-            else if (z[0] == 0.0 && xi >= 0.0 && xi <= 2.0 * th) act = xi <= th ? 2 : 3;
+            if (z[0] != 0.0 && xi < 0.0) act = 3;
+            else if (z[0] == 0.0 && xi >= 0.0) act = xi <= th ? 2 : 3;
         }
     } else {
         zk = open_zone_of(table, nz, x);

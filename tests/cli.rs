@@ -75,7 +75,7 @@ const BROKEN: &[(&str, &[&str])] = &[
     ("motion_table_missing.toml", &["field `obstacle[0].motion.file`", "cannot read", "no_such_motion.csv"]),
     ("velocity_and_motion.toml", &["field `wall[0].motion`", "either velocity (constant) or motion"]),
     ("body_density_and_mass.toml", &["field `body[0]`", "density or its mass (one of them)"]),
-    ("inlet_too_thin.toml", &["field `inlet[0].max`", "at least the kernel support 2h = 0.03", "3 layers"]),
+    ("inlet_too_thin.toml", &["field `inlet[0].layers`", "thinner than the kernel support 2h = 0.03", "at least 3"]),
     ("inlet_without_velocity.toml", &["field `inlet[0].velocity`", "an inlet needs a velocity"]),
     ("body_unknown_dof.toml", &["field `body[0].fixed[1]`", "`rx` is no degree of freedom of a 2D body", "x, y, rz"]),
 ];

@@ -494,22 +494,20 @@ impl Checker<'_> {
             ));
         };
         let (axis, sign) = (d / 2, if d % 2 == 0 { 1.0 } else { -1.0 });
-        let thick = max[axis] - min[axis];
-        // Whole layers, rounded up (a case may change dp with --set); the box grows away
-        // from the plane to hold them.
-        let layers = (thick / dp - 1e-6).ceil().max(1.0);
-        let least = (2.0 * h / dp - 1e-9).ceil();
+        // The buffer's depth in layers: enough for a full kernel support beside the plane,
+        // and one more (DualSPHysics' default is 4 layers at 2h = 3 dp too).
+        let least = (2.0 * h / dp - 1e-9).ceil() as u32;
+        let layers = o.layers.unwrap_or(least + 1);
         if layers < least {
             return Err(self.err(
-                format!("{field}.max"),
+                format!("{field}.layers"),
                 format!(
-                    "the buffer is {thick} thick along {}: at least the kernel support 2h = {} ({least} layers of dp \
-                     = {dp}) is needed",
-                    AXES[axis],
+                    "{layers} layers of dp = {dp} are thinner than the kernel support 2h = {}: at least {least}",
                     2.0 * h
                 ),
             ));
         }
+        let layers = layers as f64;
         // The plane: downstream face of an inlet's box, upstream face of an outlet's.
         let plane = if inlet == (sign > 0.0) { max[axis] } else { min[axis] };
         let (mut min, mut max) = (min, max);

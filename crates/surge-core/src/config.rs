@@ -847,10 +847,13 @@ pub struct OpenSpec {
     pub name: Option<String>,
     /// Lower corner of the buffer box.
     pub min: Vec<f64>,
-    /// Upper corner. Along `direction` the box is the buffer, at least the kernel support 2h
-    /// thick (rounded up to whole layers of dp, away from the plane); the plane is its
-    /// downstream face at an inlet, its upstream face at an outlet.
+    /// Upper corner. Across `direction` the box is the opening; along it, its face towards
+    /// the fluid is the plane (the downstream face of an inlet's box, the upstream face of an
+    /// outlet's), and the buffer reaches `layers` spacings beyond it.
     pub max: Vec<f64>,
+    /// Buffer layers beyond the plane; default `ceil(2h/dp) + 1` (4 with h = 1.5 dp), at
+    /// least the kernel support.
+    pub layers: Option<u32>,
     /// The flow's direction: `+x`, `-x`, `+y`, `-y`, `+z` or `-z`.
     pub direction: String,
     /// The mean normal speed (m/s): a number, `[[t, u], ...]` (linear in between), or

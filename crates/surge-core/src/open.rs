@@ -311,10 +311,12 @@ pub fn action(zones: &[OpenZone], kind: u32, x: [f64; 3], dim: usize, dp: f64) -
     if kind == Kind::Fluid as u32 {
         for z in zones.iter().filter(|z| z.across(x, dim)) {
             let (xi, t) = (z.xi(x), z.thickness(dp));
-            if z.inlet && xi < 0.0 && xi >= -t {
+            // Fluid behind an inlet's plane flowed back (or was put there): it goes.
+            if z.inlet && xi < 0.0 {
                 return Action::Remove;
             }
-            if !z.inlet && xi >= 0.0 && xi <= 2.0 * t {
+            // Fluid past an outlet's buffer (there from the start, or it jumped) goes too.
+            if !z.inlet && xi >= 0.0 {
                 return if xi <= t { Action::ToBuffer } else { Action::Remove };
             }
         }
