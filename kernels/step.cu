@@ -349,6 +349,59 @@ extern "C" __global__ void __launch_bounds__(256, FORCES_MIN_BLOCKS) forces_kern
     block_max2(acc_norm, visc_max, stats, STAT_ACC, STAT_VISC);
 }
 
+// ---- ghost nodes (mDBC walls and open boundaries) ------------------------------------
+
+// The sums of a ghost node at offset og from the centre of cell c (any length: re-centred on
+// the cell that holds it, as rekey_kernel would) over the particles of the fluid bins of its
+// stencil within the support, in stencil then storage order; FLUID_ONLY skips the buffer
+// particles of open boundaries (twin of crates/surge-cpu/src/mdbc.rs, ghost_sums).
+template <bool FLUID_ONLY>
+__device__ __forceinline__ void ghost_sums(float3 og, int4 c, int wlo, int whi, const float4 *__restrict__ pos,
+                                           const float4 *vel, const uint2 *__restrict__ info,
+                                           const unsigned *__restrict__ cell_start, GhostSums &s) {
+    int cg[3] = {c.x, c.y, c.z};
+    float o[3] = {og.x, og.y, og.z};
+    const float cs[3] = {CSX, CSY, CSZ};
+    for (int a = 0; a < DIM; ++a) {
+        const float k = roundf(o[a] / cs[a]);
+        cg[a] += (int)k;
+        o[a] = o[a] - k * cs[a];
+    }
+    for (int row = 0; row < 4; ++row)
+        for (int k = 0; k < 4; ++k) {
+            s.a[row][k] = 0.0f;
+            s.b[row][k] = 0.0f;
+        }
+    const int zlo = DIM == 3 ? -R : 0, zhi = DIM == 3 ? R : 0;
+    for (int dz = zlo; dz <= zhi; ++dz) {
+        int cz;
+        if (!neighbour_axis(cg[2], dz, NZ, PERZ, cz) || !in_window(2, cz, wlo, whi)) continue;
+        for (int dy = -R; dy <= R; ++dy) {
+            int cy;
+            if (!neighbour_axis(cg[1], dy, NY, PERY, cy) || !in_window(1, cy, wlo, whi)) continue;
+            for (int dx = -R; dx <= R; ++dx) {
+                int cx;
+                if (!neighbour_axis(cg[0], dx, NX, PERX, cx) || !in_window(0, cx, wlo, whi)) continue;
+                const int k = cell_linear(cx, cy, cz, wlo);
+                const unsigned s0 = cell_start[2 * k], mid = cell_start[2 * k + 1];
+                const float bx = o[0] - (float)dx * CSX, by = o[1] - (float)dy * CSY, bz = o[2] - (float)dz * CSZ;
+                for (unsigned j = s0; j < mid; ++j) {
+                    if (FLUID_ONLY && info[j].y != 0u) continue;
+                    const float4 pj4 = pos[j];
+                    const float3 r = v3(bx - pj4.x, by - pj4.y, bz - pj4.z);
+                    const float r2 = norm2(r);
+                    if (r2 < SUPPORT2) {
+                        const float q = sqrtf(r2);
+                        const float4 vj4 = vel[j];
+                        const float vol = pj4.w / (RHO0 * (1.0f + vj4.w));
+                        ghost_add(s, r, KERNEL_W(q), r * KERNEL_F(q), vol, vj4.w, xyz(vj4));
+                    }
+                }
+            }
+        }
+    }
+}
+
 // ---- mDBC --------------------------------------------------------------------------
 
 #if MDBC
@@ -403,49 +456,8 @@ extern "C" __global__ void __launch_bounds__(256, MDBC_MIN_BLOCKS)
     const float4 p4 = pos[i], w4 = wall[i], v4 = vel[i];
     float3 og;
     if (!ghost_offset(xyz(p4), w4, 2.0f * H, og)) return;  // not listed
-    // The ghost node's cell and its offset from that cell's centre (as rekey_kernel would).
-    const int4 ci = cell[i];
-    int cg[3] = {ci.x, ci.y, ci.z};
-    float o[3] = {og.x, og.y, og.z};
-    const float cs[3] = {CSX, CSY, CSZ};
-    for (int a = 0; a < DIM; ++a) {
-        const float k = roundf(o[a] / cs[a]);
-        cg[a] += (int)k;
-        o[a] = o[a] - k * cs[a];
-    }
     GhostSums s;
-    for (int row = 0; row < 4; ++row)
-        for (int k = 0; k < 4; ++k) {
-            s.a[row][k] = 0.0f;
-            s.b[row][k] = 0.0f;
-        }
-    const int zlo = DIM == 3 ? -R : 0, zhi = DIM == 3 ? R : 0;
-    for (int dz = zlo; dz <= zhi; ++dz) {
-        int cz;
-        if (!neighbour_axis(cg[2], dz, NZ, PERZ, cz) || !in_window(2, cz, wlo, whi)) continue;
-        for (int dy = -R; dy <= R; ++dy) {
-            int cy;
-            if (!neighbour_axis(cg[1], dy, NY, PERY, cy) || !in_window(1, cy, wlo, whi)) continue;
-            for (int dx = -R; dx <= R; ++dx) {
-                int cx;
-                if (!neighbour_axis(cg[0], dx, NX, PERX, cx) || !in_window(0, cx, wlo, whi)) continue;
-                const int k = cell_linear(cx, cy, cz, wlo);
-                const unsigned s0 = cell_start[2 * k], mid = cell_start[2 * k + 1];
-                const float bx = o[0] - (float)dx * CSX, by = o[1] - (float)dy * CSY, bz = o[2] - (float)dz * CSZ;
-                for (unsigned j = s0; j < mid; ++j) {
-                    const float4 pj4 = pos[j];
-                    const float3 r = v3(bx - pj4.x, by - pj4.y, bz - pj4.z);
-                    const float r2 = norm2(r);
-                    if (r2 < SUPPORT2) {
-                        const float q = sqrtf(r2);
-                        const float4 vj4 = vel[j];
-                        const float vol = pj4.w / (RHO0 * (1.0f + vj4.w));
-                        ghost_add(s, r, KERNEL_W(q), r * KERNEL_F(q), vol, vj4.w, xyz(vj4));
-                    }
-                }
-            }
-        }
-    }
+    ghost_sums<false>(og, cell[i], wlo, whi, pos, vel, nullptr, cell_start, s);
     const float4 st = mdbc_state(s, w4, xyz(v4), MDBC == 2);
     mdbc[i] = st;
     vel[i] = make_float4(v4.x, v4.y, v4.z, st.w);
@@ -524,50 +536,12 @@ extern "C" __global__ void open_kernel(int first, int count, int wlo, int whi, c
     if (k < 0) return;
     const double *z = table + OPEN_HEAD + OPEN_ZONE * k;
     const int axis = (int)z[1];
+    // The ghost node: the particle's mirror image across the plane.
     const float shift = (float)(2.0 * (z[3] - x[axis]));
     float o[3] = {p4.x, p4.y, p4.z};
     o[axis] += shift;
-    int cg[3] = {ci.x, ci.y, ci.z};
-    const float cs[3] = {CSX, CSY, CSZ};
-    for (int a = 0; a < DIM; ++a) {
-        const float kk = roundf(o[a] / cs[a]);
-        cg[a] += (int)kk;
-        o[a] = o[a] - kk * cs[a];
-    }
     GhostSums s;
-    for (int row = 0; row < 4; ++row)
-        for (int c = 0; c < 4; ++c) {
-            s.a[row][c] = 0.0f;
-            s.b[row][c] = 0.0f;
-        }
-    const int zlo = DIM == 3 ? -R : 0, zhi = DIM == 3 ? R : 0;
-    for (int dz = zlo; dz <= zhi; ++dz) {
-        int cz;
-        if (!neighbour_axis(cg[2], dz, NZ, PERZ, cz) || !in_window(2, cz, wlo, whi)) continue;
-        for (int dy = -R; dy <= R; ++dy) {
-            int cy;
-            if (!neighbour_axis(cg[1], dy, NY, PERY, cy) || !in_window(1, cy, wlo, whi)) continue;
-            for (int dx = -R; dx <= R; ++dx) {
-                int cx;
-                if (!neighbour_axis(cg[0], dx, NX, PERX, cx) || !in_window(0, cx, wlo, whi)) continue;
-                const int kc = cell_linear(cx, cy, cz, wlo);
-                const unsigned s0 = cell_start[2 * kc], mid = cell_start[2 * kc + 1];
-                const float bx = o[0] - (float)dx * CSX, by = o[1] - (float)dy * CSY, bz = o[2] - (float)dz * CSZ;
-                for (unsigned j = s0; j < mid; ++j) {
-                    if (info[j].y != 0u) continue;
-                    const float4 pj4 = pos[j];
-                    const float3 r = v3(bx - pj4.x, by - pj4.y, bz - pj4.z);
-                    const float r2 = norm2(r);
-                    if (r2 < SUPPORT2) {
-                        const float q = sqrtf(r2);
-                        const float4 vj4 = vel[j];
-                        const float vol = pj4.w / (RHO0 * (1.0f + vj4.w));
-                        ghost_add(s, r, KERNEL_W(q), r * KERNEL_F(q), vol, vj4.w, xyz(vj4));
-                    }
-                }
-            }
-        }
-    }
+    ghost_sums<true>(v3(o[0], o[1], o[2]), ci, wlo, whi, pos, vel, info, cell_start, s);
     float gd;
     float3 ggrad, gvel;
     const bool have = ghost_values(s, gd, ggrad, gvel);

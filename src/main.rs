@@ -346,8 +346,11 @@ fn objects(case: &Case, counts: &surge_core::geometry::Counts) -> Vec<(String, &
     out.extend(
         counts.obstacles.iter().enumerate().map(|(k, n)| (case.obstacle_label(k), kind(&case.obstacle_shapes[k]), *n)),
     );
-    for z in case.open.iter().filter(|z| z.inlet) {
-        out.push((z.name.clone(), "buffer", z.columns(case.dim, case.dp).len() as u64 * z.layers as u64));
+    // The inlets' particles come last, layer by layer across every inlet: one object.
+    let inlets: Vec<_> = case.open.iter().filter(|z| z.inlet).collect();
+    if !inlets.is_empty() {
+        let name = if inlets.len() == 1 { inlets[0].name.clone() } else { "inlets".to_string() };
+        out.push((name, "buffer", counts.open));
     }
     out
 }

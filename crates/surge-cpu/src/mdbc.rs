@@ -40,6 +40,44 @@ pub(crate) fn mdbc(
     }
 }
 
+/// The sums of a ghost node at offset `og` from the centre of cell `c` (any length: it is
+/// re-centred on the cell that holds it, as a rekey would) over the particles of the fluid
+/// bins of its stencil that `take` accepts, within the support, in stencil then storage
+/// order (the open boundaries' pass shares it, taking fluid particles only).
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub(crate) fn ghost_sums<K: SmoothingKernel, const DIM: usize>(
+    kernel: &K,
+    consts: &Constants,
+    grid: &Grid,
+    cell_start: &[u32],
+    pos: &[[f32; 4]],
+    vel: &[[f32; 4]],
+    c: [i32; 4],
+    og: V3,
+    take: impl Fn(usize) -> bool,
+) -> GhostSums {
+    let cs = [grid.cell[0] as f32, grid.cell[1] as f32, grid.cell[2] as f32];
+    let mut cg = c;
+    let mut o = [og.x, og.y, og.z];
+    for ax in 0..DIM {
+        let k = (o[ax] / cs[ax]).round();
+        cg[ax] += k as i32;
+        o[ax] -= k * cs[ax];
+    }
+    let mut sums = GhostSums::default();
+    let og = V3::new(o[0], o[1], o[2]);
+    for_each_neighbour_of::<DIM>(grid, cell_start, pos, cg, og, true, |j, r, r2, _| {
+        if r2 < consts.support2 && take(j) {
+            let q = r2.sqrt();
+            let dj = vel[j][3];
+            let vol = pos[j][3] / consts.density(dj);
+            sums.add::<DIM>(r, kernel.w(q), r * kernel.f(q), vol, dj, V3::from4(vel[j]));
+        }
+    });
+    sums
+}
+
 fn pass<K: SmoothingKernel, const DIM: usize>(
     kernel: K,
     slip: bool,
@@ -51,7 +89,6 @@ fn pass<K: SmoothingKernel, const DIM: usize>(
 ) {
     let ParticleArrays { pos, vel, cell, info, wall, mdbc, .. } = a;
     let (pos, cell, info, wall) = (&*pos, &*cell, &*info, &*wall);
-    let cs = [grid.cell[0] as f32, grid.cell[1] as f32, grid.cell[2] as f32];
     let support = 2.0 * consts.h;
     {
         let vel: &[[f32; 4]] = vel;
@@ -64,24 +101,7 @@ fn pass<K: SmoothingKernel, const DIM: usize>(
                 *out = vel[i];
                 return;
             };
-            // The ghost node's cell and its offset from that cell's centre (as a rekey would).
-            let mut cg = cell[i];
-            let mut o = [og.x, og.y, og.z];
-            for ax in 0..DIM {
-                let k = (o[ax] / cs[ax]).round();
-                cg[ax] += k as i32;
-                o[ax] -= k * cs[ax];
-            }
-            let mut sums = GhostSums::default();
-            let og = V3::new(o[0], o[1], o[2]);
-            for_each_neighbour_of::<DIM>(grid, cell_start, pos, cg, og, true, |j, r, r2, _| {
-                if r2 < consts.support2 {
-                    let q = r2.sqrt();
-                    let dj = vel[j][3];
-                    let vol = pos[j][3] / consts.density(dj);
-                    sums.add::<DIM>(r, kernel.w(q), r * kernel.f(q), vol, dj, V3::from4(vel[j]));
-                }
-            });
+            let sums = ghost_sums::<K, DIM>(&kernel, consts, grid, cell_start, pos, vel, cell[i], og, |_| true);
             *out = mdbc_state::<DIM>(&sums, wall[i], V3::from4(vel[i]), slip);
         });
     }

@@ -1,7 +1,7 @@
 //! Open boundaries on the CPU (issue 15, [`surge_core::open`]): the buffer particles' pass
 //! before each force pass, and what a rebuild does at the planes.
 
-use crate::forces::for_each_neighbour_of;
+use crate::mdbc::ghost_sums;
 use rayon::prelude::*;
 use std::ops::Range;
 use surge_core::backend::Failure;
@@ -12,7 +12,6 @@ use surge_core::grid::Grid;
 use surge_core::open::{action, spawn_id, zone_of, Action};
 use surge_core::physics::constants::Constants;
 use surge_core::physics::kernel::{CubicSpline, SmoothingKernel, WendlandC2};
-use surge_core::physics::mdbc::GhostSums;
 use surge_core::V3;
 
 /// Set the velocity and relative density of the buffer particles of `range` at time t
@@ -58,7 +57,6 @@ fn run<K: SmoothingKernel, const DIM: usize>(
 ) {
     let ParticleArrays { pos, vel, cell, info, .. } = a;
     let (pos, cell, info) = (&*pos, &*cell, &*info);
-    let cs = [grid.cell[0] as f32, grid.cell[1] as f32, grid.cell[2] as f32];
     let g = case.body_force.iter().map(|x| x * x).sum::<f64>().sqrt();
     let speeds: Vec<Option<f64>> = case.open.iter().map(|z| z.speed(t)).collect();
     // The new values, computed from the old ones of every particle, then stored.
@@ -69,26 +67,13 @@ fn run<K: SmoothingKernel, const DIM: usize>(
             let x = grid.absolute(cell[i], pos[i]);
             let k = zone_of(&case.open, x, DIM, case.dp)?;
             let z = &case.open[k];
-            // The ghost node's cell and its offset from that cell's centre (as a rekey would).
-            let mut o = [pos[i][0], pos[i][1], pos[i][2]];
-            o[z.axis] += z.ghost_shift(x) as f32;
-            let mut cg = cell[i];
-            for ax in 0..DIM {
-                let k = (o[ax] / cs[ax]).round();
-                cg[ax] += k as i32;
-                o[ax] -= k * cs[ax];
-            }
-            let mut sums = GhostSums::default();
+            // The ghost node: the particle's mirror image across the plane.
+            let mut og = [pos[i][0], pos[i][1], pos[i][2]];
+            og[z.axis] += z.ghost_shift(x) as f32;
             let vel: &[[f32; 4]] = vel;
-            let og = V3::new(o[0], o[1], o[2]);
-            for_each_neighbour_of::<DIM>(grid, cell_start, pos, cg, og, true, |j, r, r2, _| {
-                if r2 < consts.support2 && info[j][1] == Kind::Fluid as u32 {
-                    let q = r2.sqrt();
-                    let dj = vel[j][3];
-                    let vol = pos[j][3] / consts.density(dj);
-                    sums.add::<DIM>(r, kernel.w(q), r * kernel.f(q), vol, dj, V3::from4(vel[j]));
-                }
-            });
+            let og = V3::new(og[0], og[1], og[2]);
+            let fluid = |j: usize| info[j][1] == Kind::Fluid as u32;
+            let sums = ghost_sums::<K, DIM>(&kernel, consts, grid, cell_start, pos, vel, cell[i], og, fluid);
             let d = z.density_at(x, DIM, consts, g);
             Some((i, z.state::<DIM>(x, speeds[k], d, &sums, vel[i])))
         })
