@@ -462,6 +462,9 @@ fn cmd_check(path: &Path, write_particles: Option<&Path>, common: &Common) -> Re
             f.mass,
             if fixed.is_empty() { String::new() } else { format!(", fixed {}", fixed.join(" ")) }
         );
+        if let Some(h) = f.hinge {
+            println!("            hinge through {:?} along {:?}", &h.point[..case.dim], h.axis);
+        }
         for m in &f.moorings {
             println!(
                 "            mooring from {:?}, stiffness {} N/m, length {:.4} m",

@@ -313,13 +313,16 @@ fn run_every_config_briefly() {
             let text = fs::read_to_string(dir.join("gauges.csv")).expect("gauges.csv");
             let mut lines = text.lines();
             let names = surge_core::gauge::columns(&case);
-            // The gauges' columns, then the count of fluid particles removed so far.
-            assert_eq!(lines.next(), Some(format!("time,{},removed", names.join(",")).as_str()), "{name}: {text}");
+            // The gauges' columns, then the count of fluid particles removed so far, and with
+            // open boundaries the particles in and out.
+            let open = if case.open.is_empty() { "" } else { ",inflow,outflow" };
+            let header = format!("time,{},removed{open}", names.join(","));
+            assert_eq!(lines.next(), Some(header.as_str()), "{name}: {text}");
             let rows: Vec<&str> = lines.collect();
             assert!(rows.len() >= 2, "{name}: expected at least 2 gauge rows\n{text}\n{ctx}");
             for row in rows {
                 let fields: Vec<&str> = row.split(',').collect();
-                assert_eq!(fields.len(), names.len() + 2, "{name}: row {row:?}");
+                assert_eq!(fields.len(), header.split(',').count(), "{name}: row {row:?}");
                 assert!(fields.iter().all(|f| f.parse::<f64>().is_ok()), "{name}: row {row:?}");
             }
         }

@@ -462,8 +462,29 @@ impl Checker<'_> {
             };
             moorings.push(crate::bodies::Mooring { anchor, fairlead, stiffness, length });
         }
+        let hinge = match &b.hinge {
+            None => None,
+            Some(_) if b.fixed.is_some() => {
+                return Err(self.err(
+                    format!("{field}.hinge"),
+                    "a hinged body turns about its axis only: give a hinge or fixed degrees of freedom, not both",
+                ))
+            }
+            Some(h) => {
+                let point = self.vec(&format!("{field}.hinge.point"), &h.point, dim)?;
+                let axis = match (&h.axis, dim) {
+                    (None, 2) => [0.0, 0.0, 1.0],
+                    (Some(_), 2) => {
+                        return Err(self.err(format!("{field}.hinge.axis"), "a 2D body turns about z: give no axis"))
+                    }
+                    (Some(a), _) => self.direction(&format!("{field}.hinge.axis"), a, 3)?,
+                    (None, _) => return Err(self.err(format!("{field}.hinge.axis"), "a 3D hinge needs its axis")),
+                };
+                Some(crate::bodies::Hinge { point, axis })
+            }
+        };
         let name = b.name.clone().unwrap_or_else(|| format!("body.{index}"));
-        Ok(BodySpec { name, solid, mass, centre, inertia, velocity, omega, free, moorings })
+        Ok(BodySpec { name, solid, mass, centre, inertia, velocity, omega, free, moorings, hinge })
     }
 
     /// An `[[inlet]]` or `[[outlet]]` table (`index` among its kind); `first_column`: the

@@ -696,7 +696,20 @@ shaped! {
         /// Mooring lines: linear springs, taut only, from a fixed anchor to a point of the
         /// body.
         moorings: Option<Vec<MooringSpec>>,
+        /// A hinge: the body only turns about a fixed axis (`{ point, axis }`; 2D: about z
+        /// through `point`).
+        hinge: Option<HingeSpec>,
     }
+}
+
+/// The hinge of a `[[body]]` (`hinge = { point = [...], axis = [...] }`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HingeSpec {
+    /// A point of the axis.
+    pub point: Vec<f64>,
+    /// Its direction (3D; 2D: z, not given).
+    pub axis: Option<Vec<f64>>,
 }
 
 /// A mooring line of a `[[body]]` (`moorings = [{ anchor, fairlead, stiffness, length }]`).
