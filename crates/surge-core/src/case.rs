@@ -515,6 +515,15 @@ impl Checker<'_> {
             ));
         };
         let (axis, sign) = (d / 2, if d % 2 == 0 { 1.0 } else { -1.0 });
+        // The opening's columns, counted before any is made: their ids must fit in 32 bits
+        // with room for the run's new ones.
+        let columns: f64 = (0..dim).filter(|&b| b != axis).map(|b| ((max[b] - min[b]) / dp).floor().max(1.0)).product();
+        if columns + first_column as f64 > 1e8 {
+            return Err(self.err(
+                format!("{field}.max"),
+                format!("the opening holds {columns:.3e} columns of dp = {dp}: more than 1e8, past what the ids allow"),
+            ));
+        }
         // The buffer's depth in layers: enough for a full kernel support beside the plane,
         // and one more (DualSPHysics' default is 4 layers at 2h = 3 dp too).
         let least = (2.0 * h / dp - 1e-9).ceil() as u32;
