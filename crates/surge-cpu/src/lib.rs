@@ -251,12 +251,12 @@ impl Backend for CpuBackend {
             let CpuBackend { whole, a, pool, .. } = self;
             let mut left = Vec::new();
             for r in [own.clone(), spawned.clone()] {
-                left.extend(pool.install(|| sort::rekey(whole, a, r, remove)).map_err(Failure::Particle)?);
+                let gone = &leaving;
+                left.extend(pool.install(|| sort::rekey(whole, a, r, remove, gone)).map_err(Failure::Particle)?);
             }
             self.removed += left.len() as u64;
             leaving.extend(left);
             leaving.sort_unstable();
-            leaving.dedup();
         }
         // No copies held, no neighbour and nothing removed or added: every particle stays
         // where it is (a device alone).

@@ -11,12 +11,14 @@ use surge_core::grid::Grid;
 /// Move the particles `range` to the cells that hold them. A fluid particle that left the
 /// domain keeps its cell and, when `remove`, is listed (indices, ascending) for the caller
 /// to drop. Fails with the lowest-id particle that left the domain and is not removed (a
-/// boundary particle, or `remove` off), or is not finite.
+/// boundary particle, or `remove` off), or is not finite. The particles `gone` lists
+/// (indices, ascending: those the open boundaries removed) are neither listed nor failed.
 pub(crate) fn rekey(
     grid: &Grid,
     a: &mut ParticleArrays,
     range: Range<usize>,
     remove: bool,
+    gone: &[u32],
 ) -> Result<Vec<u32>, BadParticle> {
     let first = range.start;
     let left: Vec<u32> =
@@ -34,7 +36,7 @@ pub(crate) fn rekey(
             .collect();
     let mut bad: Option<(u32, [f64; 3], bool)> = None;
     let mut removed = Vec::new();
-    for &i in &left {
+    for &i in left.iter().filter(|i| gone.binary_search(i).is_err()) {
         let i = i as usize;
         let pos = grid.absolute(a.cell[i], a.pos[i]);
         let finite = pos.iter().all(|x| x.is_finite());

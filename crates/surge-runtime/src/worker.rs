@@ -72,6 +72,13 @@ pub struct DeviceReport {
     pub moves: u64,
 }
 
+/// What a device counted since it was made: fluid that left the domain, particles its
+/// inlets made, particles that flowed out ([`Backend::removed`], [`Backend::open_counts`]).
+fn counts(b: &dyn Backend) -> [u64; 3] {
+    let [made, out] = b.open_counts();
+    [b.removed(), made, out]
+}
+
 /// How a device's step ended badly: its own failure, or another device's (reported there).
 pub(crate) type DeviceError = Option<Failure>;
 
@@ -134,7 +141,7 @@ impl Worker {
     /// rebuild); [`Worker::rebuild`] brings the copies.
     pub fn new(case: &Case, backend: Box<dyn Backend>, ex: Box<dyn Exchange>, map: SliceMap) -> Worker {
         let half_skin = 0.5 * backend.skin();
-        let counted = [backend.removed(), backend.open_counts()[0], backend.open_counts()[1]];
+        let counted = counts(backend.as_ref());
         let frames = surge_core::geometry::body_frames(case);
         let clock = StepState::start(case, &frames);
         Worker {
@@ -604,7 +611,7 @@ impl Worker {
         v.push(disp);
         // The open boundaries' counts ride along the same way: slots 1 + 3d, 2 + 3d, 3 + 3d.
         if rebuilt {
-            let now = [self.backend.removed(), self.backend.open_counts()[0], self.backend.open_counts()[1]];
+            let now = counts(self.backend.as_ref());
             let me = self.me();
             v.resize(1 + 3 * self.map.devices(), 0.0);
             for k in 0..3 {
