@@ -27,7 +27,8 @@
 //! - a fluid particle that enters an outlet's box becomes a buffer particle, and one that
 //!   goes back across the plane fluid again;
 //! - a buffer particle past the far end of its box (`|xi| > T`) is removed and counted as
-//!   outflow, and so is fluid that flows back into an inlet's box.
+//!   outflow, and so is fluid within the opening behind an inlet's plane (it flowed back)
+//!   or past an outlet's buffer.
 //!
 //! Conversion at rebuilds, not at each step: a particle is at most half a skin past the
 //! plane when it changes kind (the runtime rebuilds before any particle moved half the skin),
