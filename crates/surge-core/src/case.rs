@@ -548,10 +548,7 @@ impl Checker<'_> {
         }
         let velocity = match (&o.velocity, inlet) {
             (None, true) => {
-                return Err(self.err(
-                    format!("{field}.velocity"),
-                    "an inlet needs a velocity (m/s; or \"extrapolated\" with a prescribed pressure)",
-                ))
+                return Err(self.err(format!("{field}.velocity"), "an inlet needs a velocity (m/s, or [[t, u], ...])"))
             }
             (None, false) => OpenVelocity::Extrapolated,
             (Some(OpenVelocitySpec::Word(w)), _) if w == "extrapolated" => OpenVelocity::Extrapolated,
@@ -603,8 +600,13 @@ impl Checker<'_> {
                     .err(format!("{field}.pressure"), "expected a pressure (Pa), \"hydrostatic\" or \"extrapolated\""))
             }
         };
-        if inlet && velocity == OpenVelocity::Extrapolated && pressure == OpenPressure::Extrapolated {
-            return Err(self.err(field, "an inlet needs a prescribed velocity or pressure"));
+        // A pressure-driven inlet (velocity extrapolated) ran away in the tests: the buffer
+        // follows the fluid it pushes. Refused until it is made stable.
+        if inlet && velocity == OpenVelocity::Extrapolated {
+            return Err(self.err(
+                format!("{field}.velocity"),
+                "an inlet needs a prescribed velocity (pressure-driven inlets are not supported yet)",
+            ));
         }
         let name = o.name.clone().unwrap_or_else(|| format!("{}.{index}", if inlet { "inlet" } else { "outlet" }));
         let z = OpenZone {

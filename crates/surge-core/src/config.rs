@@ -870,7 +870,8 @@ pub struct OpenSpec {
     /// The flow's direction: `+x`, `-x`, `+y`, `-y`, `+z` or `-z`.
     pub direction: String,
     /// The mean normal speed (m/s): a number, `[[t, u], ...]` (linear in between), or
-    /// `"extrapolated"` from the fluid. Inlets: required; outlets: default extrapolated.
+    /// `"extrapolated"` from the fluid (outlets only). Inlets: required; outlets: default
+    /// extrapolated.
     pub velocity: Option<OpenVelocitySpec>,
     /// `uniform` (default) or `parabolic` across the opening.
     pub profile: Option<String>,
