@@ -9,6 +9,8 @@
 // MDBC_DET_MIN (double) and MDBC_SHEPARD_MIN (float) come as -D defines from
 // surge_core::physics::mdbc::{DET_MIN, SHEPARD_MIN} (crates/surge-cuda/src/compile.rs).
 
+// A's block of rows and columns 1.. is symmetric: only its upper triangle is summed
+// (twin of surge_core::physics::mdbc::GhostSums).
 struct GhostSums {
     float a[4][4];
     float b[4][4];  // b[0] relative density, b[1..3] velocity x, y, z
@@ -35,8 +37,9 @@ __device__ __forceinline__ void ghost_add(GhostSums &s, float3 r, float w, float
 #pragma unroll
     for (int row = 0; row <= DIM; ++row) {
         s.a[row][0] += weight[row];
+        // Row 0 whole; rows 1.. from their diagonal on (the block is symmetric).
 #pragma unroll
-        for (int k = 0; k < DIM; ++k) s.a[row][1 + k] -= weight[row] * rr[k];
+        for (int k = row > 0 ? row - 1 : 0; k < DIM; ++k) s.a[row][1 + k] -= weight[row] * rr[k];
 #pragma unroll
         for (int c = 0; c < 4; ++c) s.b[c][row] += weight[row] * q[c];
     }
@@ -95,7 +98,9 @@ __device__ __forceinline__ bool ghost_values(const GhostSums &s, float &d, float
 #pragma unroll
     for (int row = 0; row < 4; ++row)
 #pragma unroll
-        for (int k = 0; k < 4; ++k) a[row][k] = (row < n && k < n) ? (double)s.a[row][k] : 0.0;
+        for (int k = 0; k < 4; ++k)
+            // The symmetric block's lower triangle is its upper one (GhostSums).
+            a[row][k] = (row < n && k < n) ? (double)(row > k && k > 0 ? s.a[k][row] : s.a[row][k]) : 0.0;
     const double det = adjugate(a, adj);
     if (fabs(det) >= MDBC_DET_MIN) {
         const double inv = 1.0 / det;

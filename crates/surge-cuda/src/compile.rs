@@ -152,6 +152,10 @@ pub fn defines(case: &Case, grid: &Grid) -> BTreeMap<&'static str, String> {
     if let Some(b) = std::env::var("SURGE_CUDA_MIN_BLOCKS").ok().filter(|v| v.parse::<u32>().is_ok()) {
         d.insert("FORCES_MIN_BLOCKS", b);
     }
+    // The same for the mDBC pass (default 4).
+    if let Some(b) = std::env::var("SURGE_CUDA_MDBC_MIN_BLOCKS").ok().filter(|v| v.parse::<u32>().is_ok()) {
+        d.insert("MDBC_MIN_BLOCKS", b);
+    }
     for (k, v) in ["O0", "O1", "O2"].iter().zip(grid.order) {
         d.insert(k, v.to_string());
     }

@@ -57,6 +57,11 @@ pub fn ghost_offset(off: V3, wall: [f32; 4], support: f32) -> Option<V3> {
 /// Sums over the fluid neighbours of a ghost node: the matrix A (row-major, the first
 /// `dim + 1` rows and columns used) and four right-hand sides (relative density, then the
 /// velocity components), each `[sum V q W, sum V q gw]` for the quantity q.
+///
+/// A's block of rows and columns 1.. is `-sum V gw r^T`, symmetric (gw = r F(|r|) is
+/// parallel to r), so only its upper triangle (column >= row) is summed; [`ghost_values`]
+/// reads the lower triangle from it. Three sums fewer a neighbour, and on the GPU three
+/// registers fewer in the loop.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct GhostSums {
     /// A.
@@ -80,7 +85,8 @@ impl GhostSums {
         let q = [d, v.x, v.y, v.z];
         for row in 0..=DIM {
             self.a[row][0] += weight[row];
-            for k in 0..DIM {
+            // Row 0 whole; rows 1.. from their diagonal on (the block is symmetric).
+            for k in row.saturating_sub(1)..DIM {
                 self.a[row][1 + k] -= weight[row] * r[k];
             }
             for (bq, qv) in self.b.iter_mut().zip(q) {
@@ -167,7 +173,8 @@ pub fn ghost_values<const DIM: usize>(s: &GhostSums) -> Option<Ghost> {
     let mut a = [[0.0f64; 4]; 4];
     for row in 0..n {
         for k in 0..n {
-            a[row][k] = s.a[row][k] as f64;
+            // The symmetric block's lower triangle is its upper one (GhostSums).
+            a[row][k] = if row > k && k > 0 { s.a[k][row] } else { s.a[row][k] } as f64;
         }
     }
     let (det, adj) = adjugate(&a, n);
