@@ -432,27 +432,61 @@ extern "C" __global__ void mdbc_list_kernel(int first, int count, const float4 *
     if (keep) list[base + __popc(mask & ((1u << lane) - 1u))] = (unsigned)i;
 }
 
+// After mdbc_list_kernel: the sort key of each of the `count` entries of the list (count an
+// upper bound of its length `listed[0]`): twice the linear index of the cell that holds the
+// entry's ghost node (clamped into the window), `dummy` past the list's end. A counting
+// sort on these keys (histogram_kernel, the scan, scatter_kernel, as for the particles)
+// orders the list by ghost cell, so that the lanes of a warp of mdbc_kernel walk one
+// stencil: the same candidates, in step, each load the same for all. The order changes no
+// value, as each entry writes only its own particle.
+extern "C" __global__ void mdbc_ghost_key_kernel(int count, const unsigned *__restrict__ listed,
+                                                 const unsigned *__restrict__ list, int wlo, int whi, unsigned dummy,
+                                                 const float4 *__restrict__ pos, const int4 *__restrict__ cell,
+                                                 const float4 *__restrict__ wall, unsigned *__restrict__ gkey) {
+    const unsigned t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= (unsigned)count) return;
+    if (t >= *listed) {
+        gkey[t] = dummy;
+        return;
+    }
+    const int i = (int)list[t];
+    const float4 w4 = wall[i];
+    const float3 og = xyz(pos[i]) + xyz(w4) * (2.0f * w4.w);
+    const int4 c = cell[i];
+    int cg[3] = {c.x, c.y, c.z};
+    const float o[3] = {og.x, og.y, og.z};
+    const float cs[3] = {CSX, CSY, CSZ};
+    const int n[3] = {NX, NY, NZ};
+    for (int a = 0; a < 3; ++a) {
+        if (a < DIM) cg[a] += (int)roundf(o[a] / cs[a]);
+        const int lo = a == O0 ? wlo : 0, hi = a == O0 ? whi : n[a];
+        cg[a] = min(max(cg[a], lo), hi - 1);
+    }
+    gkey[t] = 2u * (unsigned)cell_linear(cg[0], cg[1], cg[2], wlo);
+}
+
 // Twin of crates/surge-cpu/src/mdbc.rs, before each force pass: each boundary particle of
 // the list (mdbc_list_kernel: the owned ones and the copies within R layers of them whose
-// ghost lies within 2h) takes its relative density (vel.w) and the velocity the viscous term
-// sees (mdbc, with the density in w) from its ghost node x_b + 2 dist n, summed over the
-// fluid of the ghost's stencil in stencil order then storage order. One thread per listed
-// particle, none spent on fluid or deep wall particles. Its 91 registers are held to 64
-// (four blocks per multiprocessor), which hides the neighbour loads' latency better than
-// fewer spills do. H100, dam_break_3d at dp 0.006: the pass went from 3.5 ms (one thread
-// per particle, 91 registers) to 2.3 (64) and 1.8 (the list); docs/PERFORMANCE.md.
+// ghost lies within 2h; `order` its entries by ghost cell, mdbc_ghost_key_kernel) takes its
+// relative density (vel.w) and the velocity the viscous term sees (mdbc, with the density in
+// w) from its ghost node x_b + 2 dist n, summed over the fluid of the ghost's stencil in
+// stencil order then storage order. One thread per listed particle, none spent on fluid or
+// deep wall particles. Its 91 registers are held to 64 (four blocks per multiprocessor),
+// which hides the neighbour loads' latency better than fewer spills do. H100, dam_break_3d
+// at dp 0.006: the pass went from 3.5 ms (one thread per particle, 91 registers) to 2.3 (64)
+// and 1.8 (the list); docs/PERFORMANCE.md.
 // Reads only fluid entries of vel and writes only listed boundary entries.
 #ifndef MDBC_MIN_BLOCKS
 #define MDBC_MIN_BLOCKS 4
 #endif
 extern "C" __global__ void __launch_bounds__(256, MDBC_MIN_BLOCKS)
-    mdbc_kernel(const unsigned *__restrict__ list, const unsigned *__restrict__ listed, int wlo, int whi,
-                const float4 *__restrict__ pos, float4 *vel, const int4 *__restrict__ cell,
-                const float4 *__restrict__ wall, const unsigned *__restrict__ cell_start,
-                float4 *__restrict__ mdbc) {
+    mdbc_kernel(const unsigned *__restrict__ list, const unsigned *__restrict__ order,
+                const unsigned *__restrict__ listed, int wlo, int whi, const float4 *__restrict__ pos, float4 *vel,
+                const int4 *__restrict__ cell, const float4 *__restrict__ wall,
+                const unsigned *__restrict__ cell_start, float4 *__restrict__ mdbc) {
     const unsigned t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= *listed) return;
-    const int i = (int)list[t];
+    const int i = (int)list[order[t]];
     const float4 p4 = pos[i], w4 = wall[i], v4 = vel[i];
     float3 og;
     if (!ghost_offset(xyz(p4), w4, 2.0f * H, og)) return;  // not listed

@@ -81,6 +81,7 @@ struct Kernels {
     /// mDBC cases only (compiled only for them).
     mdbc: Option<CudaFunction>,
     mdbc_list: Option<CudaFunction>,
+    mdbc_ghost_key: Option<CudaFunction>,
     update: CudaFunction,
     gauge_sums: CudaFunction,
     front: CudaFunction,
@@ -163,8 +164,12 @@ pub struct CudaBackend {
     /// copies within the stencil reach of them (those the force pass reads).
     mdbc_range: Range<usize>,
     /// mDBC: how many particles of `mdbc_range` the last rebuild listed in `key` for the pass
-    /// (one word, on the device: the pass reads it, the host never waits for it).
+    /// (one word, on the device: the pass reads it, the host never waits for it); `perm`
+    /// holds the list's order by ghost cell until the next rebuild.
     mdbc_listed: CudaSlice<u32>,
+    /// mDBC: the counting sort of the list by ghost cell, a table like the cell table
+    /// (`bins + 2` values) and its scan levels.
+    mdbc_table: Option<(CudaSlice<u32>, Vec<ScanLevel>)>,
     pos: CudaSlice<u32>,
     vel: CudaSlice<u32>,
     cell: CudaSlice<u32>,
@@ -364,7 +369,8 @@ fn segment_words(per: usize, m: usize) -> usize {
 
 /// Device bytes per particle held for a case's buffer set on a device alone: the set (no
 /// pressure buffer: the GPU computes pressure where it is used) for each particle, and the
-/// cell table (two bins per cell, plus two). In a team the buffers grow with headroom
+/// cell table (two bins per cell, plus two; twice with mDBC, whose list is sorted by ghost
+/// cell through a table of the same size). In a team the buffers grow with headroom
 /// (`capacity_for`) at the first rebuild, and the backend reports what it holds.
 pub fn bytes_per_particle(set: BufferSet, particles: usize, cells: usize) -> usize {
     allocated_per_particle(set, particles, particles, cells)
@@ -374,7 +380,9 @@ pub fn bytes_per_particle(set: BufferSet, particles: usize, cells: usize) -> usi
 fn allocated_per_particle(set: BufferSet, particles: usize, cap: usize, cells: usize) -> usize {
     let on_gpu = BufferSet(set.0 & !BufferId::Press.bit());
     let n = particles.max(1);
-    (on_gpu.bytes_per_particle() * cap).div_ceil(n) + (4 * (2 * cells + 2)).div_ceil(n)
+    // The cell table, and with mDBC the table that orders its list by ghost cell.
+    let tables = if set.contains(BufferId::Mdbc) { 2 } else { 1 };
+    (on_gpu.bytes_per_particle() * cap).div_ceil(n) + (tables * 4 * (2 * cells + 2)).div_ceil(n)
 }
 
 /// Whether `need` bytes fit in `free` (keeping 5 % spare); if not, the largest dp that would
@@ -406,6 +414,49 @@ fn scan_levels(stream: &Arc<CudaStream>, len: usize) -> Result<Vec<ScanLevel>, S
         len = blocks;
     }
     Ok(scan)
+}
+
+/// Exclusive scan of a table of counts in place, `scan` its levels ([`scan_levels`]): block
+/// scans down the levels, then each level's scanned block totals added back to the level
+/// below.
+fn scan_table(
+    stream: &Arc<CudaStream>,
+    k: &Kernels,
+    table: &mut CudaSlice<u32>,
+    scan: &mut [ScanLevel],
+) -> Result<(), String> {
+    let cfg_scan = |len: usize| LaunchConfig {
+        grid_dim: (len.div_ceil(SCAN_BLOCK) as u32, 1, 1),
+        block_dim: (SCAN_BLOCK as u32, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    for l in 0..scan.len() {
+        let (below, rest) = scan.split_at_mut(l);
+        let lvl = &mut rest[0];
+        let len = lvl.len as i32;
+        let mut b = stream.launch_builder(&k.scan_block);
+        // Level 0 scans the table in place: the same device address twice.
+        let t = table.device_ptr(stream).0;
+        match below.last() {
+            None => b.arg(&len).arg(&t).arg(&t),
+            Some(prev) => b.arg(&len).arg(&prev.sums).arg(lvl.out.as_mut().expect("levels above 0 have an output")),
+        };
+        b.arg(&mut lvl.sums);
+        // SAFETY: argument types match scan_block_kernel; `len` values in and out, and the
+        // kernel allows them to alias.
+        unsafe { b.launch(cfg_scan(lvl.len)) }.map_err(|e| fail("scan_block_kernel", e))?;
+    }
+    for l in (0..scan.len() - 1).rev() {
+        let (lo, hi) = scan.split_at_mut(l + 1);
+        let offsets = hi[0].out.as_ref().expect("levels above 0 have an output");
+        let len = lo[l].len as i32;
+        let target = if l == 0 { &mut *table } else { lo[l].out.as_mut().expect("levels above 0 have an output") };
+        let mut b = stream.launch_builder(&k.scan_add);
+        b.arg(&len).arg(target).arg(offsets);
+        // SAFETY: argument types match scan_add_kernel.
+        unsafe { b.launch(cfg_scan(lo[l].len)) }.map_err(|e| fail("scan_add_kernel", e))?;
+    }
+    Ok(())
 }
 
 /// Page-locked host memory that the host reads and writes: without write-combining (cudarc's
@@ -469,6 +520,7 @@ impl CudaBackend {
             forces: f("forces_kernel")?,
             mdbc: if case.boundary.is_mdbc() { Some(f("mdbc_kernel")?) } else { None },
             mdbc_list: if case.boundary.is_mdbc() { Some(f("mdbc_list_kernel")?) } else { None },
+            mdbc_ghost_key: if case.boundary.is_mdbc() { Some(f("mdbc_ghost_key_kernel")?) } else { None },
             update: f("update_kernel")?,
             gauge_sums: f("gauge_sums_kernel")?,
             front: f("front_kernel")?,
@@ -542,6 +594,11 @@ impl CudaBackend {
             edges: [0..0, 0..0],
             mdbc_range: 0..0,
             mdbc_listed: zeros(1, "the mDBC list's length")?,
+            mdbc_table: if case.boundary.is_mdbc() {
+                Some((zeros(bins + 2, "the mDBC list's ghost-cell table")?, scan_levels(&stream, bins + 2)?))
+            } else {
+                None
+            },
             pos: up(&pos, 4, "positions")?,
             vel: up(&vel, 4, "velocities")?,
             cell: up(&cell, 4, "cells")?,
@@ -957,6 +1014,11 @@ impl CudaBackend {
             self.cell_start =
                 self.stream.alloc_zeros::<u32>(bins + 2).map_err(|e| fail("allocating the cell table", e))?;
             self.scan = scan_levels(&self.stream, bins + 2)?;
+            if self.mdbc_table.is_some() {
+                let table =
+                    self.stream.alloc_zeros::<u32>(bins + 2).map_err(|e| fail("allocating the mDBC table", e))?;
+                self.mdbc_table = Some((table, scan_levels(&self.stream, bins + 2)?));
+            }
             self.bins = bins;
         }
         self.sort()?;
@@ -1174,43 +1236,10 @@ impl CudaBackend {
         Ok(())
     }
 
-    /// Exclusive scan of the cell table (bins + 2 values) in place: block scans down the
-    /// levels, then each level's scanned block totals added back to the level below.
+    /// Exclusive scan of the cell table (bins + 2 values) in place ([`scan_table`]).
     fn scan_counts(&mut self) -> Result<(), String> {
-        let cfg_scan = |len: usize| LaunchConfig {
-            grid_dim: (len.div_ceil(SCAN_BLOCK) as u32, 1, 1),
-            block_dim: (SCAN_BLOCK as u32, 1, 1),
-            shared_mem_bytes: 0,
-        };
         let CudaBackend { stream, k, cell_start, scan, .. } = self;
-        for l in 0..scan.len() {
-            let (below, rest) = scan.split_at_mut(l);
-            let lvl = &mut rest[0];
-            let len = lvl.len as i32;
-            let mut b = stream.launch_builder(&k.scan_block);
-            // Level 0 scans the cell table in place: the same device address twice.
-            let table = cell_start.device_ptr(stream).0;
-            match below.last() {
-                None => b.arg(&len).arg(&table).arg(&table),
-                Some(prev) => b.arg(&len).arg(&prev.sums).arg(lvl.out.as_mut().expect("levels above 0 have an output")),
-            };
-            b.arg(&mut lvl.sums);
-            // SAFETY: argument types match scan_block_kernel; `len` values in and out, and the
-            // kernel allows them to alias.
-            unsafe { b.launch(cfg_scan(lvl.len)) }.map_err(|e| fail("scan_block_kernel", e))?;
-        }
-        for l in (0..scan.len() - 1).rev() {
-            let (lo, hi) = scan.split_at_mut(l + 1);
-            let offsets = hi[0].out.as_ref().expect("levels above 0 have an output");
-            let len = lo[l].len as i32;
-            let target =
-                if l == 0 { &mut *cell_start } else { lo[l].out.as_mut().expect("levels above 0 have an output") };
-            let mut b = stream.launch_builder(&k.scan_add);
-            b.arg(&len).arg(target).arg(offsets);
-            // SAFETY: argument types match scan_add_kernel.
-            unsafe { b.launch(cfg_scan(lo[l].len)) }.map_err(|e| fail("scan_add_kernel", e))?;
-        }
-        Ok(())
+        scan_table(stream, k, cell_start, scan)
     }
 
     /// Key every held particle by its stored cell in the window, counting sort (histogram,

@@ -6,7 +6,9 @@ use cudarc::driver::PushKernelArg;
 impl CudaBackend {
     /// At the end of a rebuild (no wait): list in `key` the boundary particles of
     /// `mdbc_range` whose ghost node lies within the support, the ones the pass computes
-    /// (`mdbc_list_kernel`), and set the others' values. Nothing without mDBC.
+    /// (`mdbc_list_kernel`), and set the others' values; then order the list by the cell of
+    /// each entry's ghost node into `perm` (`mdbc_ghost_key_kernel` and a counting sort), so
+    /// that a warp's lanes share one stencil. Nothing without mDBC.
     pub(super) fn list_mdbc(&mut self) -> Result<(), String> {
         let range = self.mdbc_range.clone();
         let CudaBackend { stream, k, vel, info, wall, mdbc, key, mdbc_listed, .. } = self;
@@ -24,6 +26,35 @@ impl CudaBackend {
         // for every held particle, `wall` and `mdbc` hold every particle (allocated for mDBC
         // cases, grown with the others).
         unsafe { b.launch(cfg(range.len())) }.map_err(|e| fail("mdbc_list_kernel", e))?;
+        // Order the list by ghost cell: keys into `force` (free between the rebuild's gathers
+        // and the next force pass), a counting sort of them into `perm` (free until the next
+        // rebuild) through the mDBC table, as the rebuild sorts the particles. The entries
+        // past the list's end get the last key, so the first `listed` of `perm` are the list.
+        let CudaBackend { stream, k, pos, cell, wall, key, perm, force, mdbc_listed, mdbc_table, win, bins, .. } =
+            self;
+        let (Some(ghost_key), Some(wall), Some((table, scan))) = (k.mdbc_ghost_key.as_ref(), wall.as_ref(), mdbc_table)
+        else {
+            return Ok(());
+        };
+        let (wlo, whi) = win.window;
+        let dummy = *bins as u32;
+        let mut b = stream.launch_builder(ghost_key);
+        b.arg(&count).arg(&*mdbc_listed).arg(&*key).arg(&wlo).arg(&whi).arg(&dummy);
+        b.arg(&*pos).arg(&*cell).arg(wall).arg(&mut *force);
+        // SAFETY: argument types match mdbc_ghost_key_kernel; `key` holds the list (at most
+        // count entries, mdbc_listed of them), `force` has 4 words a particle, room for count
+        // keys; keys are at most bins (the table has bins + 2 values).
+        unsafe { b.launch(cfg(range.len())) }.map_err(|e| fail("mdbc_ghost_key_kernel", e))?;
+        stream.memset_zeros(table).map_err(|e| fail("clearing the mDBC table", e))?;
+        let mut b = stream.launch_builder(&k.histogram);
+        b.arg(&count).arg(&*force).arg(&mut *table);
+        // SAFETY: argument types match histogram_kernel; keys below bins + 1.
+        unsafe { b.launch(cfg(range.len())) }.map_err(|e| fail("histogram_kernel (mDBC)", e))?;
+        super::scan_table(stream, k, table, scan)?;
+        let mut b = stream.launch_builder(&k.scatter);
+        b.arg(&count).arg(&*force).arg(&mut *table).arg(&mut *perm);
+        // SAFETY: argument types match scatter_kernel; perm holds cap >= count entries.
+        unsafe { b.launch(cfg(range.len())) }.map_err(|e| fail("scatter_kernel (mDBC)", e))?;
         Ok(())
     }
 
@@ -36,7 +67,7 @@ impl CudaBackend {
     /// return at once.
     pub(super) fn launch_mdbc(&mut self) -> Result<(), String> {
         let range = self.mdbc_range.clone();
-        let CudaBackend { stream, k, pos, vel, cell, wall, mdbc, key, mdbc_listed, cell_start, win, .. } = self;
+        let CudaBackend { stream, k, pos, vel, cell, wall, mdbc, key, perm, mdbc_listed, cell_start, win, .. } = self;
         let (Some(kernel), Some(wall), Some(mdbc)) = (k.mdbc.as_ref(), wall.as_ref(), mdbc.as_mut()) else {
             return Ok(());
         };
@@ -45,11 +76,12 @@ impl CudaBackend {
         }
         let (wlo, whi) = win.window;
         let mut b = stream.launch_builder(kernel);
-        b.arg(&*key).arg(&*mdbc_listed).arg(&wlo).arg(&whi);
+        b.arg(&*key).arg(&*perm).arg(&*mdbc_listed).arg(&wlo).arg(&whi);
         b.arg(&*pos).arg(vel).arg(&*cell).arg(wall).arg(&*cell_start).arg(mdbc);
         // SAFETY: argument types match mdbc_kernel; the list holds `mdbc_listed` indices below
-        // n, at most range.len() of them (list_mdbc, since the last rebuild, which nothing has
-        // overwritten: `key` is reused only during rebuilds).
+        // n, at most range.len() of them, and `perm` a permutation of its positions first
+        // (list_mdbc, since the last rebuild, which nothing has overwritten: `key` and `perm`
+        // are reused only during rebuilds).
         unsafe { b.launch(cfg(range.len())) }.map_err(|e| fail("mdbc_kernel", e))?;
         Ok(())
     }
