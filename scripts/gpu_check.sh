@@ -20,7 +20,8 @@ run parity "$bin/gpu_parity" --ignored --nocapture --test-threads 1
 for t in physics_channel_flows physics_hydrostatic physics_taylor_green physics_dam_break physics_loads determinism motion bodies open; do
     [ -x "$bin/$t" ] && run "cuda_$t" env SURGE_TEST_BACKEND=cuda "$bin/$t" --nocapture --test-threads 1
 done
-# A floating box settling to its Archimedes draft at dp = 0.005 (tests/bodies.rs).
+# A floating box settling to its Archimedes draft at dp = 0.005, and a floating column's heave
+# decay against its linear period at dp = 0.0125 (5 minutes on an H100) (tests/bodies.rs).
 [ -x "$bin/bodies" ] && run cuda_bodies_draft env SURGE_TEST_BACKEND=cuda "$bin/bodies" --ignored --nocapture
 # A user's run end to end on the GPU: frames, gauges and summary, a checkpoint, then a
 # restart that extends the run (its summary must say completed and restarted_from).
