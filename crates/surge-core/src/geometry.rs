@@ -57,8 +57,8 @@ impl Filled {
     /// The cell layer along `grid`'s split axis that holds each particle (clamped into the
     /// grid): what the slices of a decomposition are cut by.
     pub fn layers(&self, grid: &Grid) -> Vec<i32> {
-        let (axis, last) = (grid.split_axis(), grid.layers() - 1);
-        self.pos.iter().map(|&x| grid.locate(x).0[axis].clamp(0, last)).collect()
+        let axis = grid.split_axis();
+        self.pos.iter().map(|&x| grid.layer_of(x[axis])).collect()
     }
 
     /// The weight of each layer for the first cut ([`crate::decomp::cost_weight`] summed
@@ -797,6 +797,8 @@ pub struct Census {
     pub weights: Vec<u64>,
     /// Every particle ([`Counts::total`]).
     pub total: u64,
+    /// Fluid particles ([`Counts::fluid`]).
+    pub fluid: u64,
 }
 
 /// Count the case's particles row by row, as [`fill`] walks them (in parallel, no particle
@@ -806,7 +808,7 @@ pub fn census(case: &Case, layers: Option<&Layers>) -> Census {
     let consts = Constants::of(case);
     let nl = layers.map_or(0, |l| l.count);
     let mut weights = vec![0u64; nl];
-    let mut total = 0u64;
+    let (mut total, mut fluid) = (0u64, 0u64);
     let mut rows = Vec::new();
     for object in objects(case, &consts, None) {
         let blocks = par_rows(object.rows(), |r| {
@@ -825,7 +827,11 @@ pub fn census(case: &Case, layers: Option<&Layers>) -> Census {
             counts.extend(c);
             weights.iter_mut().zip(w).for_each(|(a, b)| *a += b);
         }
-        total += counts.iter().map(|&n| n as u64).sum::<u64>();
+        let n = counts.iter().map(|&n| n as u64).sum::<u64>();
+        if rows.len() < case.fluid.len() {
+            fluid += n;
+        }
+        total += n;
         rows.push(counts);
     }
     let mut inlets = Filled::default();
@@ -836,7 +842,7 @@ pub fn census(case: &Case, layers: Option<&Layers>) -> Census {
         }
     }
     total += inlets.len() as u64;
-    Census { rows, weights, total }
+    Census { rows, weights, total, fluid }
 }
 
 /// The particles of [`fill`] that lie in `slab`, in the same order with the same ids and
