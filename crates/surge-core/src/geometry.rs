@@ -845,11 +845,15 @@ pub fn census(case: &Case, layers: Option<&Layers>) -> Census {
     Census { rows, weights, total, fluid }
 }
 
+/// The waves an object's rows are made in by [`fill_slab`].
+const WAVES: usize = 8;
+
 /// The particles of [`fill`] that lie in `slab`, in the same order with the same ids and
 /// every field the same (bit for bit), made without making the others: rows wholly outside
 /// the slab are skipped (their particles counted by `census`, which must be of this case);
 /// along x each row is walked up to the slab's end (the points before it are tested, to
-/// number the ones inside). Parallel over blocks of the rows walked.
+/// number the ones inside). Parallel over blocks of the rows walked, in waves appended one
+/// after the other (the host holds the slab and one wave).
 ///
 /// # Panics
 /// When `census` is not of this case (its rows do not match the case's lattices).
@@ -858,11 +862,11 @@ pub fn fill_slab(case: &Case, census: &Census, slab: &Slab) -> Filled {
     let objects = objects(case, &consts, Some(slab));
     let mismatch = "geometry::fill_slab: the census is not of this case";
     assert_eq!(objects.len(), census.rows.len(), "{mismatch}");
-    let mut parts = Vec::new();
+    // The rows to walk of each object, with the id of each one's first particle.
+    let mut walks = Vec::new();
     let mut next = 0u64;
     for (o, rows) in objects.iter().zip(&census.rows) {
         assert_eq!(rows.len(), o.rows(), "{mismatch}");
-        // The rows to walk and the id of each one's first particle.
         let mut walked = Vec::new();
         for (r, &n) in rows.iter().enumerate() {
             if n > 0 && o.row_meets(r, slab) {
@@ -870,22 +874,33 @@ pub fn fill_slab(case: &Case, census: &Census, slab: &Slab) -> Filled {
             }
             next += n as u64;
         }
-        parts.extend(par_rows(walked.len(), |b| {
-            let mut part = Filled::default();
-            for &(r, first, n) in &walked[b] {
-                let mut sink = Part { out: &mut part, next: first, slab: Some(slab) };
-                (o.make)(r..r + 1, &mut sink);
-                let made = sink.next - first;
-                // Trimmed along x a row makes fewer; else exactly the census' count.
-                assert!(made == n || (slab.axis == 0 && made < n), "{mismatch}");
-            }
-            part
-        }));
+        walks.push(walked);
     }
     let mut out = Filled::default();
-    out.reserve(parts.iter().map(Filled::len).sum());
-    for part in parts {
-        out.extend(part);
+    if slab.axis != 0 {
+        // Whole rows: the exact size (along x the arrays grow, which large blocks do in place).
+        out.reserve(walks.iter().flatten().map(|w| w.2 as usize).sum());
+    }
+    for (o, walked) in objects.iter().zip(&walks) {
+        // In waves of rows, each made in parallel and appended before the next: the blocks a
+        // wave frees (which the allocator may keep) serve the next one, so the host holds the
+        // slab and one wave, not the slab twice.
+        for wave in walked.chunks(walked.len().div_ceil(WAVES).max(1)) {
+            let parts = par_rows(wave.len(), |b| {
+                let mut part = Filled::default();
+                for &(r, first, n) in &wave[b] {
+                    let mut sink = Part { out: &mut part, next: first, slab: Some(slab) };
+                    (o.make)(r..r + 1, &mut sink);
+                    let made = sink.next - first;
+                    // Trimmed along x a row makes fewer; else exactly the census' count.
+                    assert!(made == n || (slab.axis == 0 && made < n), "{mismatch}");
+                }
+                part
+            });
+            for part in parts {
+                out.extend(part);
+            }
+        }
     }
     fill_inlets(case, next as u32, Some(slab), &mut out);
     hydrostatic_boundary(case, &consts, &mut out);
