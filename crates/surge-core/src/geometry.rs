@@ -576,7 +576,11 @@ struct Object<'a> {
 }
 
 impl<'a> Object<'a> {
-    fn new<T>(axes: &[Vec<T>; 3], coord: fn(&T) -> f64, make: impl Fn(Range<usize>, &mut dyn Sink) + Sync + 'a) -> Self {
+    fn new<T>(
+        axes: &[Vec<T>; 3],
+        coord: fn(&T) -> f64,
+        make: impl Fn(Range<usize>, &mut dyn Sink) + Sync + 'a,
+    ) -> Self {
         Object {
             ys: axes[1].iter().map(coord).collect(),
             zs: axes[2].iter().map(coord).collect(),

@@ -76,12 +76,13 @@ fn check(case: &Case, what: &str) {
             }
             // Put back together by id: the whole fill.
             let mut all = Filled::default();
-            let mut order: Vec<(u32, usize, usize)> =
-                parts.iter().enumerate().flat_map(|(p, f)| f.id.iter().enumerate().map(move |(i, &id)| (id, p, i))).collect();
+            let mut order: Vec<(u32, usize, usize)> = parts
+                .iter()
+                .enumerate()
+                .flat_map(|(p, f)| f.id.iter().enumerate().map(move |(i, &id)| (id, p, i)))
+                .collect();
             order.sort_unstable();
-            let mut id_seen = Vec::new();
             for (id, p, i) in order {
-                id_seen.push(id);
                 let f = &parts[p];
                 all.id.push(id);
                 all.pos.push(f.pos[i]);
