@@ -667,7 +667,7 @@ fn ranks_build_only_their_share_and_match_one_device() {
         let (mut start, mut end) = (Snapshot::default(), Snapshot::default());
         for h in handles {
             let (mut s0, fluid, mut s, g) = h.join().expect("a rank panicked");
-            assert!(s0.len() > 0 && s0.len() < whole.len(), "{what}: a rank holds {} of {}", s0.len(), whole.len());
+            assert!(!s0.is_empty() && s0.len() < whole.len(), "{what}: a rank holds {} of {}", s0.len(), whole.len());
             assert_eq!(fluid, whole.fluid_count(), "{what}: the fluid of the whole case");
             start.append(&mut s0);
             end.append(&mut s);

@@ -114,7 +114,6 @@ impl Filled {
         self.kind.extend_from_slice(&part.kind);
         self.wall.extend_from_slice(&part.wall);
     }
-    #[allow(clippy::too_many_arguments)]
     fn push(&mut self, id: u32, x: [f64; 3], v: [f64; 3], d: f32, k: Kind, wall: [f32; 4]) {
         self.id.push(id);
         self.pos.push(x);
@@ -564,6 +563,9 @@ pub fn count_with(case: &Case, fluid: &[u64]) -> Counts {
     Counts { fluid: fluid.iter().sum(), walls, obstacles, open }
 }
 
+/// How an object makes the particles of a run of its rows, in walk order.
+type Make<'a> = Box<dyn Fn(Range<usize>, &mut dyn Sink) + Sync + 'a>;
+
 /// One object of the fill (a fluid region, a wall, an obstacle): its lattice rows along x,
 /// one for each (y, z) with z outer, and how a run of rows makes its particles in walk order.
 struct Object<'a> {
@@ -572,7 +574,7 @@ struct Object<'a> {
     zs: Vec<f64>,
     /// Lattice points along a row (fewer than the lattice's when a slab along x trims it).
     nx: usize,
-    make: Box<dyn Fn(Range<usize>, &mut dyn Sink) + Sync + 'a>,
+    make: Make<'a>,
 }
 
 impl<'a> Object<'a> {
