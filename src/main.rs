@@ -96,6 +96,11 @@ enum Command {
         /// particles filled), writing nothing: how long a large case takes to build.
         #[arg(long)]
         fill: bool,
+        /// With --fill: build only what rank R of N MPI ranks (one CPU device each) builds, as
+        /// `R/N`: a census of the case (no particle kept) for the first cut, then that rank's
+        /// slab; each timed.
+        #[arg(long, value_name = "R/N", requires = "fill")]
+        slab: Option<String>,
         #[command(flatten)]
         common: Common,
     },
@@ -293,8 +298,8 @@ fn main() -> ExitCode {
             cmd_run(&case, out, &common, max_steps, restart, quiet)
         }
         Command::Dump { checkpoint, csv } => cmd_dump(&checkpoint, &csv),
-        Command::Check { case, write_particles, fill, common } => {
-            cmd_check(&case, write_particles.as_deref(), fill, &common)
+        Command::Check { case, write_particles, fill, slab, common } => {
+            cmd_check(&case, write_particles.as_deref(), fill, slab.as_deref(), &common)
         }
         Command::Plot { run, out, reference, average, only } => {
             cmd_plot(&plot::Options { run, out, reference, average, only })
@@ -371,7 +376,13 @@ fn load(path: &Path, common: &Common) -> Result<Case, Failure> {
     Case::from_file(path, &common.set).map_err(|e| Failure(EXIT_BAD_INPUT, e.to_string()))
 }
 
-fn cmd_check(path: &Path, write_particles: Option<&Path>, fill: bool, common: &Common) -> Result<(), Failure> {
+fn cmd_check(
+    path: &Path,
+    write_particles: Option<&Path>,
+    fill: bool,
+    slab: Option<&str>,
+    common: &Common,
+) -> Result<(), Failure> {
     let t0 = std::time::Instant::now();
     let case = load(path, common)?;
     let checked_s = t0.elapsed().as_secs_f64();
@@ -554,7 +565,37 @@ fn cmd_check(path: &Path, write_particles: Option<&Path>, fill: bool, common: &C
     if let Some(line) = surge_runtime::memory::refusal(&host, &case, gpu, devices, 1.0) {
         return Err(bad(line));
     }
-    if fill && write_particles.is_none() {
+    if let (true, None, Some(slab)) = (fill, write_particles, slab) {
+        let (r, n) = slab
+            .split_once('/')
+            .and_then(|(r, n)| Some((r.trim().parse::<usize>().ok()?, n.trim().parse::<usize>().ok()?)))
+            .filter(|&(r, n)| r < n)
+            .ok_or_else(|| bad(format!("--slab {slab}: expected R/N with 0 <= R < N (rank R of N ranks)")))?;
+        let grid = surge_core::grid::Grid::new(&case, case.split_axis()).map_err(bad)?;
+        let axis = grid.split_axis();
+        let t0 = std::time::Instant::now();
+        let of = |x: f64| grid.layer_of(x) as usize;
+        let layers = surge_core::geometry::Layers { axis, count: grid.layers() as usize, of: &of };
+        let census = surge_core::geometry::census(&case, Some(&layers));
+        let census_s = t0.elapsed().as_secs_f64();
+        let map = surge_core::decomp::SliceMap::balanced(&census.weights, n, surge_core::decomp::halo(&case, &grid))
+            .map_err(bad)?;
+        let (lo, hi) = map.owned(r);
+        let keep = |x: f64| (lo..hi).contains(&grid.layer_of(x));
+        let t1 = std::time::Instant::now();
+        let filled = surge_core::geometry::fill_slab(&case, &census, &surge_core::geometry::Slab { axis, keep: &keep });
+        println!(
+            "particles   {} of {} filled in {:.2} s (rank {r} of {n}: cell layers {lo}..{hi} of {} along {}) after a \
+             census in {:.2} s, on {} threads",
+            filled.len(),
+            census.total,
+            t1.elapsed().as_secs_f64(),
+            grid.layers(),
+            ["x", "y", "z"][axis],
+            census_s,
+            rayon::current_num_threads()
+        );
+    } else if fill && write_particles.is_none() {
         let t0 = std::time::Instant::now();
         let filled = surge_core::geometry::fill(&case);
         println!(

@@ -634,3 +634,54 @@ fn ranks_that_reach_each_others_memory_exchange_shared_blocks_and_change_nothing
         }
     }
 }
+
+#[test]
+fn ranks_build_only_their_share_and_match_one_device() {
+    // Through `simulation_on`, as `surge run` under MPI: each rank counts the case (a census
+    // that keeps no particle), cuts it as every other rank does, and fills only the layers of
+    // its own devices. At the start the ranks hold every particle of the whole fill once, each
+    // fewer than the case; 200 steps later bitwise what one device gives, gauges included.
+    let along_x = ["decomposition.split_axis=\"x\""];
+    for (overrides, ranks, k) in [(&along_x[..], 2, 1), (&[][..], 3, 1), (&along_x[..], 2, 2)] {
+        let case = case("dam_break_2d.toml", overrides);
+        let whole = surge_core::geometry::fill(&case);
+        let mut one = sim_on(&case, surge_runtime::BackendChoice::Cpu, 1);
+        steps(&mut one, 200);
+        assert!(one.rebuilds() > 1, "the run must cross rebuilds");
+        let (s1, g1) = (one.snapshot().unwrap(), one.gauges().unwrap());
+        let what = format!("{ranks} ranks x {k} devices, {overrides:?}");
+        let handles: Vec<_> = fake_ranks::world(ranks)
+            .into_iter()
+            .map(|cluster| {
+                let case = case.clone();
+                std::thread::spawn(move || {
+                    let req = surge_runtime::DeviceRequest::cpu_workers(k, k);
+                    let loaded = surge_runtime::simulation_on(&case, &req, cluster).unwrap_or_else(|e| panic!("{e}"));
+                    let mut sim = loaded.sim;
+                    let start = sim.snapshot().unwrap();
+                    steps(&mut sim, 200);
+                    (start, loaded.fluid, sim.snapshot().unwrap(), sim.gauges().unwrap())
+                })
+            })
+            .collect();
+        let (mut start, mut end) = (Snapshot::default(), Snapshot::default());
+        for h in handles {
+            let (mut s0, fluid, mut s, g) = h.join().expect("a rank panicked");
+            assert!(!s0.is_empty() && s0.len() < whole.len(), "{what}: a rank holds {} of {}", s0.len(), whole.len());
+            assert_eq!(fluid, whole.fluid_count(), "{what}: the fluid of the whole case");
+            start.append(&mut s0);
+            end.append(&mut s);
+            assert_eq!(bits(&g), bits(&g1), "{what}: gauges");
+        }
+        let mut ids = start.id.clone();
+        ids.sort_unstable();
+        assert_eq!(ids, whole.id, "{what}: the ranks hold every particle once at the start");
+        for (i, &id) in start.id.iter().enumerate() {
+            // A snapshot's position is its cell's centre plus a float32 offset: the fill's to
+            // within that offset's rounding.
+            let (p, q) = (whole.pos[id as usize], start.pos[i]);
+            assert!((0..3).all(|a| (p[a] - q[a]).abs() < 1e-6), "{what}: particle {id} at {q:?}, filled at {p:?}");
+        }
+        assert_same_particles(&s1, &end, &what);
+    }
+}

@@ -57,8 +57,8 @@ impl Filled {
     /// The cell layer along `grid`'s split axis that holds each particle (clamped into the
     /// grid): what the slices of a decomposition are cut by.
     pub fn layers(&self, grid: &Grid) -> Vec<i32> {
-        let (axis, last) = (grid.split_axis(), grid.layers() - 1);
-        self.pos.iter().map(|&x| grid.locate(x).0[axis].clamp(0, last)).collect()
+        let axis = grid.split_axis();
+        self.pos.iter().map(|&x| grid.layer_of(x[axis])).collect()
     }
 
     /// The weight of each layer for the first cut ([`crate::decomp::cost_weight`] summed
@@ -104,8 +104,18 @@ impl Filled {
         self.kind.reserve(n);
         self.wall.reserve(n);
     }
-    fn push(&mut self, x: [f64; 3], v: [f64; 3], d: f32, k: Kind, wall: [f32; 4]) {
-        self.id.push(self.pos.len() as u32);
+    /// Append the particles of `part` with the ids they carry (a slab's rows, numbered
+    /// from the census).
+    fn extend(&mut self, part: Filled) {
+        self.id.extend_from_slice(&part.id);
+        self.pos.extend_from_slice(&part.pos);
+        self.vel.extend_from_slice(&part.vel);
+        self.rel_density.extend_from_slice(&part.rel_density);
+        self.kind.extend_from_slice(&part.kind);
+        self.wall.extend_from_slice(&part.wall);
+    }
+    fn push(&mut self, id: u32, x: [f64; 3], v: [f64; 3], d: f32, k: Kind, wall: [f32; 4]) {
+        self.id.push(id);
         self.pos.push(x);
         self.vel.push(v);
         self.rel_density.push(d);
@@ -172,17 +182,58 @@ fn count_rows(rows: usize, visit: impl Fn(Range<usize>, &mut dyn FnMut()) + Sync
     .sum()
 }
 
-/// The particles that `make` pushes on the rows `0..rows`, made in parallel and appended to
-/// `out` in row order (a block's own ids are replaced by their place in `out`); on one
-/// thread pushed straight into `out`, as the serial walk did (no block to copy).
-fn fill_rows(out: &mut Filled, rows: usize, make: impl Fn(Range<usize>, &mut Filled) + Sync) {
+/// Where a walk puts the particles it makes, one at a time in walk order.
+trait Sink {
+    fn push(&mut self, x: [f64; 3], v: [f64; 3], d: f32, k: Kind, wall: [f32; 4]);
+}
+
+/// Particles pushed into a [`Filled`] with the ids `next`, `next + 1`, ... in walk order;
+/// with a slab, only those inside it are kept (the others still take their number).
+struct Part<'a> {
+    out: &'a mut Filled,
+    next: u32,
+    slab: Option<&'a Slab<'a>>,
+}
+
+impl Sink for Part<'_> {
+    #[inline]
+    fn push(&mut self, x: [f64; 3], v: [f64; 3], d: f32, k: Kind, wall: [f32; 4]) {
+        if self.slab.is_none_or(|s| s.contains(x)) {
+            self.out.push(self.next, x, v, d, k, wall);
+        }
+        self.next += 1;
+    }
+}
+
+/// Particles counted without being kept, with their weights per cell layer ([`census`]).
+struct Tally<'a> {
+    n: u32,
+    layers: Option<&'a Layers<'a>>,
+    weights: &'a mut [u64],
+}
+
+impl Sink for Tally<'_> {
+    #[inline]
+    fn push(&mut self, x: [f64; 3], _: [f64; 3], _: f32, k: Kind, _: [f32; 4]) {
+        self.n += 1;
+        if let Some(l) = self.layers {
+            self.weights[(l.of)(x[l.axis])] += crate::decomp::cost_weight(k as u32);
+        }
+    }
+}
+
+/// The particles of `object` made in parallel over blocks of rows and appended to `out` in
+/// row order (a block's own ids, from 0, are moved on to their place in `out`); on one thread
+/// pushed straight into `out`, as the serial walk did (no block to copy).
+fn fill_rows(out: &mut Filled, object: &Object) {
     if rayon::current_num_threads() == 1 {
-        make(0..rows, out);
+        let next = out.len() as u32;
+        (object.make)(0..object.rows(), &mut Part { out, next, slab: None });
         return;
     }
-    let parts = par_rows(rows, |r| {
+    let parts = par_rows(object.rows(), |r| {
         let mut part = Filled::default();
-        make(r, &mut part);
+        (object.make)(r, &mut Part { out: &mut part, next: 0, slab: None });
         part
     });
     for part in parts {
@@ -512,36 +563,157 @@ pub fn count_with(case: &Case, fluid: &[u64]) -> Counts {
     Counts { fluid: fluid.iter().sum(), walls, obstacles, open }
 }
 
-/// Fill obstacle `k` of the case into `out`.
-fn fill_obstacle(case: &Case, k: usize, out: &mut Filled) {
-    let (dim, dp) = (case.dim, case.dp);
-    let b = &case.obstacles[k];
-    if let Some(s) = &case.obstacle_shapes[k] {
-        let axes = shape_axes(&s.bbox, dim, dp, 0);
-        fill_rows(out, row_count(&axes), |r, part| {
-            obstacle_points(s, &axes, r, |p, n| part.push(p, [0.0; 3], 0.0, Kind::Boundary, n))
-        });
-        return;
+/// How an object makes the particles of a run of its rows, in walk order.
+type Make<'a> = Box<dyn Fn(Range<usize>, &mut dyn Sink) + Sync + 'a>;
+
+/// One object of the fill (a fluid region, a wall, an obstacle): its lattice rows along x,
+/// one for each (y, z) with z outer, and how a run of rows makes its particles in walk order.
+struct Object<'a> {
+    /// The rows' y and z coordinates.
+    ys: Vec<f64>,
+    zs: Vec<f64>,
+    /// Lattice points along a row (fewer than the lattice's when a slab along x trims it).
+    nx: usize,
+    make: Make<'a>,
+}
+
+impl<'a> Object<'a> {
+    fn new<T>(
+        axes: &[Vec<T>; 3],
+        coord: fn(&T) -> f64,
+        make: impl Fn(Range<usize>, &mut dyn Sink) + Sync + 'a,
+    ) -> Self {
+        Object {
+            ys: axes[1].iter().map(coord).collect(),
+            zs: axes[2].iter().map(coord).collect(),
+            nx: axes[0].len(),
+            make: Box::new(make),
+        }
     }
-    let axes = box_axes(b, dim, dp);
-    fill_rows(out, row_count(&axes), |r, part| {
-        for_each_point(&axes, r, |x| {
-            // The nearest face of the box, seen from inside.
-            let (a, hi) = (0..dim)
-                .flat_map(|a| [(a, false), (a, true)])
-                .min_by(|p, q| face_distance(b, x, *p).total_cmp(&face_distance(b, x, *q)))
-                .expect("at least one axis");
-            let mut q = x;
-            q[a] = if hi { b.max[a] } else { b.min[a] };
-            part.push(x, [0.0; 3], 0.0, Kind::Boundary, normal_to(x, q));
-        })
-    });
+
+    fn rows(&self) -> usize {
+        self.ys.len() * self.zs.len()
+    }
+
+    /// Whether row `r` may hold particles of `slab`: along y or z a row lies wholly inside
+    /// the slab or wholly outside; along x every row may.
+    fn row_meets(&self, r: usize, slab: &Slab) -> bool {
+        let ny = self.ys.len();
+        match slab.axis {
+            0 => self.nx > 0,
+            1 => (slab.keep)(self.ys[r % ny]),
+            _ => (slab.keep)(self.zs[r / ny]),
+        }
+    }
+}
+
+/// Drop the lattice points along x past the last one inside a slab along x: a row's
+/// particles after the slab are never walked (the ids of the next rows come from the
+/// census). `keep` holding on one interval, nothing inside the slab is lost.
+fn trim_x<T>(xs: &mut Vec<T>, coord: fn(&T) -> f64, slab: Option<&Slab>) {
+    if let Some(s) = slab.filter(|s| s.axis == 0) {
+        let end = xs.iter().rposition(|t| (s.keep)(coord(t))).map_or(0, |i| i + 1);
+        xs.truncate(end);
+    }
+}
+
+fn plain(x: &f64) -> f64 {
+    *x
+}
+
+fn first(x: &(f64, bool)) -> f64 {
+    x.0
+}
+
+/// The case's objects in id order: fluid regions, walls, obstacles (inlets are filled apart,
+/// [`fill_inlets`]); with a slab along x, each row trimmed after the slab ([`trim_x`]).
+fn objects<'a>(case: &'a Case, consts: &'a Constants, slab: Option<&Slab>) -> Vec<Object<'a>> {
+    let (dim, dp) = (case.dim, case.dp);
+    let mut out = Vec::new();
+    for (k, b) in case.fluid.iter().enumerate() {
+        let mut walk = FluidWalk::new(case, k);
+        trim_x(&mut walk.axes[0], plain, slab);
+        let axes = walk.axes.clone();
+        out.push(Object::new(&axes, plain, move |r, sink: &mut dyn Sink| {
+            walk.points(r, |x| {
+                let (v, d) = initial_state(case, consts, b, x);
+                sink.push(x, v, d, Kind::Fluid, [0.0; 4]);
+            })
+        }));
+    }
+    for w in &case.walls {
+        if let Some(s) = &w.shape {
+            let mut axes = wall_axes(case, w, s);
+            trim_x(&mut axes[0], plain, slab);
+            out.push(Object::new(&axes.clone(), plain, move |r, sink: &mut dyn Sink| {
+                wall_points(case, w, s, &axes, r, |p, n| sink.push(p, w.velocity, 0.0, Kind::Boundary, n))
+            }));
+            continue;
+        }
+        // Per axis: layer coordinates outside the low face, the lattice inside, layers outside
+        // the high face; a point belongs to the wall when any coordinate is outside.
+        let mut axes: [Vec<(f64, bool)>; 3] = std::array::from_fn(|a| {
+            if a >= dim {
+                return vec![(0.0, false)];
+            }
+            let mut v: Vec<(f64, bool)> = Vec::new();
+            if w.faces[a][0] {
+                v.extend((0..w.layers).rev().map(|k| (w.inner.min[a] - (k as f64 + 0.5) * dp, true)));
+            }
+            v.extend(lattice(w.inner.min[a], w.inner.max[a], dp).map(|x| (x, false)));
+            if w.faces[a][1] {
+                v.extend((0..w.layers).map(|k| (w.inner.max[a] + (k as f64 + 0.5) * dp, true)));
+            }
+            v
+        });
+        trim_x(&mut axes[0], first, slab);
+        out.push(Object::new(&axes.clone(), first, move |rows, sink: &mut dyn Sink| {
+            for r in rows {
+                let ((y, oy), (z, oz)) = row(&axes, r);
+                for &(x, ox) in &axes[0] {
+                    if ox || oy || oz {
+                        // The nearest point of the enclosed box is the wall surface point.
+                        let p = [x, y, z];
+                        let q: [f64; 3] = std::array::from_fn(|a| p[a].clamp(w.inner.min[a], w.inner.max[a]));
+                        sink.push(p, w.velocity, 0.0, Kind::Boundary, normal_to(p, q));
+                    }
+                }
+            }
+        }));
+    }
+    for (b, s) in case.obstacles.iter().zip(&case.obstacle_shapes) {
+        if let Some(s) = s {
+            let mut axes = shape_axes(&s.bbox, dim, dp, 0);
+            trim_x(&mut axes[0], plain, slab);
+            out.push(Object::new(&axes.clone(), plain, move |r, sink: &mut dyn Sink| {
+                obstacle_points(s, &axes, r, |p, n| sink.push(p, [0.0; 3], 0.0, Kind::Boundary, n))
+            }));
+            continue;
+        }
+        let mut axes = box_axes(b, dim, dp);
+        trim_x(&mut axes[0], plain, slab);
+        out.push(Object::new(&axes.clone(), plain, move |r, sink: &mut dyn Sink| {
+            for_each_point(&axes, r, |x| {
+                // The nearest face of the box, seen from inside.
+                let (a, hi) = (0..dim)
+                    .flat_map(|a| [(a, false), (a, true)])
+                    .min_by(|p, q| face_distance(b, x, *p).total_cmp(&face_distance(b, x, *q)))
+                    .expect("at least one axis");
+                let mut q = x;
+                q[a] = if hi { b.max[a] } else { b.min[a] };
+                sink.push(x, [0.0; 3], 0.0, Kind::Boundary, normal_to(x, q));
+            })
+        }));
+    }
+    out
 }
 
 /// The positions of obstacle `k`'s particles, in id order (what [`fill`] gives it).
 pub fn obstacle_positions(case: &Case, k: usize) -> Vec<[f64; 3]> {
+    let consts = Constants::of(case);
+    let objects = objects(case, &consts, None);
     let mut out = Filled::default();
-    fill_obstacle(case, k, &mut out);
+    fill_rows(&mut out, &objects[case.fluid.len() + case.walls.len() + k]);
     out.pos
 }
 
@@ -563,8 +735,6 @@ pub fn body_frames(case: &Case) -> Vec<crate::bodies::BodyFrame> {
 pub fn fill(case: &Case) -> Filled {
     let mut out = Filled::default();
     let consts = Constants::of(case);
-    let dp = case.dp;
-    let dim = case.dim;
     // The exact size where it is known without a pass over the shapes: no array grows (and
     // is copied) while the blocks are appended.
     let shaped = case.fluid_shapes.iter().chain(&case.obstacle_shapes).any(Option::is_some)
@@ -572,75 +742,193 @@ pub fn fill(case: &Case) -> Filled {
     if case.counted.is_some() || !shaped {
         out.reserve(counts(case).total() as usize);
     }
-    for (k, b) in case.fluid.iter().enumerate() {
-        let walk = FluidWalk::new(case, k);
-        fill_rows(&mut out, walk.rows(), |r, part| {
-            walk.points(r, |x| {
-                let (v, d) = initial_state(case, &consts, b, x);
-                part.push(x, v, d, Kind::Fluid, [0.0; 4]);
-            })
-        });
+    for object in objects(case, &consts, None) {
+        fill_rows(&mut out, &object);
     }
-    for w in &case.walls {
-        if let Some(s) = &w.shape {
-            let axes = wall_axes(case, w, s);
-            fill_rows(&mut out, row_count(&axes), |r, part| {
-                wall_points(case, w, s, &axes, r, |p, n| part.push(p, w.velocity, 0.0, Kind::Boundary, n))
-            });
-            continue;
-        }
-        // Per axis: layer coordinates outside the low face, the lattice inside, layers outside
-        // the high face; a point belongs to the wall when any coordinate is outside.
-        let axes: [Vec<(f64, bool)>; 3] = std::array::from_fn(|a| {
-            if a >= dim {
-                return vec![(0.0, false)];
-            }
-            let mut v: Vec<(f64, bool)> = Vec::new();
-            if w.faces[a][0] {
-                v.extend((0..w.layers).rev().map(|k| (w.inner.min[a] - (k as f64 + 0.5) * dp, true)));
-            }
-            v.extend(lattice(w.inner.min[a], w.inner.max[a], dp).map(|x| (x, false)));
-            if w.faces[a][1] {
-                v.extend((0..w.layers).map(|k| (w.inner.max[a] + (k as f64 + 0.5) * dp, true)));
-            }
-            v
-        });
-        fill_rows(&mut out, row_count(&axes), |rows, part| {
-            for r in rows {
-                let ((y, oy), (z, oz)) = row(&axes, r);
-                for &(x, ox) in &axes[0] {
-                    if ox || oy || oz {
-                        // The nearest point of the enclosed box is the wall surface point.
-                        let p = [x, y, z];
-                        let q: [f64; 3] = std::array::from_fn(|a| p[a].clamp(w.inner.min[a], w.inner.max[a]));
-                        part.push(p, w.velocity, 0.0, Kind::Boundary, normal_to(p, q));
-                    }
-                }
-            }
-        });
-    }
-    for k in 0..case.obstacles.len() {
-        fill_obstacle(case, k, &mut out);
-    }
-    fill_inlets(case, &mut out);
+    let first = out.len() as u32;
+    fill_inlets(case, first, None, &mut out);
+    hydrostatic_boundary(case, &consts, &mut out);
+    out
+}
+
+/// With a hydrostatic start, the boundary particles (everything after the fluid, which comes
+/// first) take the pressure of the fluid column beside them.
+fn hydrostatic_boundary(case: &Case, consts: &Constants, out: &mut Filled) {
     if case.hydrostatic_start {
         let first_boundary = out.fluid_count();
         out.rel_density[first_boundary..]
             .par_iter_mut()
             .zip(&out.pos[first_boundary..])
-            .for_each(|(d, &x)| *d = boundary_hydrostatic(case, &consts, x));
+            .for_each(|(d, &x)| *d = boundary_hydrostatic(case, consts, x));
     }
+}
+
+/// A slab of the case along one axis: the particles whose coordinate along `axis` passes
+/// `keep`. `keep` must hold on one interval of coordinates (a range of positions, or of the
+/// cell layers of a grid, which grow with the position): past it, a row along x is left.
+pub struct Slab<'a> {
+    /// 0, 1 or 2: x, y or z.
+    pub axis: usize,
+    /// Whether a coordinate along `axis` lies in the slab.
+    pub keep: &'a (dyn Fn(f64) -> bool + Sync),
+}
+
+impl Slab<'_> {
+    fn contains(&self, x: [f64; 3]) -> bool {
+        (self.keep)(x[self.axis])
+    }
+}
+
+/// The cell layers of a grid along an axis, for the weights of a [`census`]: `of` gives the
+/// layer (in `0..count`) of a coordinate along `axis`.
+pub struct Layers<'a> {
+    /// 0, 1 or 2: x, y or z.
+    pub axis: usize,
+    /// Number of layers.
+    pub count: usize,
+    /// The layer of a coordinate along `axis`.
+    pub of: &'a (dyn Fn(f64) -> usize + Sync),
+}
+
+/// What a slab fill needs to know of the whole case, counted by a pass over every lattice
+/// that makes no particle: the particles of each lattice row of each object (a slab's
+/// particles take their ids from the rows before them), and optionally the first cut's
+/// weight of each cell layer.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Census {
+    /// Particles of each row of each object (fluid regions, walls, obstacles; id order).
+    rows: Vec<Vec<u32>>,
+    /// [`crate::decomp::cost_weight`] summed over the particles of each layer (inlets
+    /// included) when the census was given [`Layers`]; else empty.
+    pub weights: Vec<u64>,
+    /// Every particle ([`Counts::total`]).
+    pub total: u64,
+    /// Fluid particles ([`Counts::fluid`]).
+    pub fluid: u64,
+}
+
+/// Count the case's particles row by row, as [`fill`] walks them (in parallel, no particle
+/// kept: the time of the surface queries, the memory of one integer a row), with the weights
+/// of `layers` when given ([`Census`]).
+pub fn census(case: &Case, layers: Option<&Layers>) -> Census {
+    let consts = Constants::of(case);
+    let nl = layers.map_or(0, |l| l.count);
+    let mut weights = vec![0u64; nl];
+    let (mut total, mut fluid) = (0u64, 0u64);
+    let mut rows = Vec::new();
+    for object in objects(case, &consts, None) {
+        let blocks = par_rows(object.rows(), |r| {
+            let mut w = vec![0u64; nl];
+            let counts: Vec<u32> = r
+                .map(|row| {
+                    let mut tally = Tally { n: 0, layers, weights: &mut w };
+                    (object.make)(row..row + 1, &mut tally);
+                    tally.n
+                })
+                .collect();
+            (counts, w)
+        });
+        let mut counts = Vec::with_capacity(object.rows());
+        for (c, w) in blocks {
+            counts.extend(c);
+            weights.iter_mut().zip(w).for_each(|(a, b)| *a += b);
+        }
+        let n = counts.iter().map(|&n| n as u64).sum::<u64>();
+        if rows.len() < case.fluid.len() {
+            fluid += n;
+        }
+        total += n;
+        rows.push(counts);
+    }
+    let mut inlets = Filled::default();
+    fill_inlets(case, 0, None, &mut inlets);
+    if let Some(l) = layers {
+        for (x, k) in inlets.pos.iter().zip(&inlets.kind) {
+            weights[(l.of)(x[l.axis])] += crate::decomp::cost_weight(*k as u32);
+        }
+    }
+    total += inlets.len() as u64;
+    Census { rows, weights, total, fluid }
+}
+
+/// The waves an object's rows are made in by [`fill_slab`].
+const WAVES: usize = 8;
+
+/// The particles of [`fill`] that lie in `slab`, in the same order with the same ids and
+/// every field the same (bit for bit), made without making the others: rows wholly outside
+/// the slab are skipped (their particles counted by `census`, which must be of this case);
+/// along x each row is walked up to the slab's end (the points before it are tested, to
+/// number the ones inside). Parallel over blocks of the rows walked, in waves appended one
+/// after the other (the host holds the slab and one wave).
+///
+/// # Panics
+/// When `census` is not of this case (its rows do not match the case's lattices).
+pub fn fill_slab(case: &Case, census: &Census, slab: &Slab) -> Filled {
+    let consts = Constants::of(case);
+    let objects = objects(case, &consts, Some(slab));
+    let mismatch = "geometry::fill_slab: the census is not of this case";
+    assert_eq!(objects.len(), census.rows.len(), "{mismatch}");
+    // The rows to walk of each object, with the id of each one's first particle.
+    let mut walks = Vec::new();
+    let mut next = 0u64;
+    for (o, rows) in objects.iter().zip(&census.rows) {
+        assert_eq!(rows.len(), o.rows(), "{mismatch}");
+        let mut walked = Vec::new();
+        for (r, &n) in rows.iter().enumerate() {
+            if n > 0 && o.row_meets(r, slab) {
+                walked.push((r, next as u32, n));
+            }
+            next += n as u64;
+        }
+        walks.push(walked);
+    }
+    let mut out = Filled::default();
+    if slab.axis != 0 {
+        // Whole rows: the exact size (along x the arrays grow, which large blocks do in place).
+        out.reserve(walks.iter().flatten().map(|w| w.2 as usize).sum());
+    }
+    for (o, walked) in objects.iter().zip(&walks) {
+        // In waves of rows, each made in parallel and appended before the next: the blocks a
+        // wave frees (which the allocator may keep) serve the next one, so the host holds the
+        // slab and one wave, not the slab twice.
+        for wave in walked.chunks(walked.len().div_ceil(WAVES).max(1)) {
+            let parts = par_rows(wave.len(), |b| {
+                let mut part = Filled::default();
+                for &(r, first, n) in &wave[b] {
+                    let mut sink = Part { out: &mut part, next: first, slab: Some(slab) };
+                    (o.make)(r..r + 1, &mut sink);
+                    let made = sink.next - first;
+                    // Trimmed along x a row makes fewer; else exactly the census' count.
+                    assert!(made == n || (slab.axis == 0 && made < n), "{mismatch}");
+                }
+                part
+            });
+            for part in parts {
+                out.extend(part);
+            }
+        }
+    }
+    fill_inlets(case, next as u32, Some(slab), &mut out);
+    hydrostatic_boundary(case, &consts, &mut out);
     out
 }
 
-/// The inlets' buffer particles, last: layer g (0 next to the plane) of every inlet's
-/// columns, g outermost, so that particle `first + column + open_columns g` has that id
-/// ([`crate::open`]). Each moves at the inlet's speed at t = 0 (rest where extrapolated).
-fn fill_inlets(case: &Case, out: &mut Filled) {
+/// The particles of [`fill`] whose coordinate along `axis` lies in `range` (half open):
+/// [`fill_slab`] after a [`census`] of its own.
+pub fn fill_range(case: &Case, axis: usize, range: Range<f64>) -> Filled {
+    let keep = |c: f64| range.contains(&c);
+    fill_slab(case, &census(case, None), &Slab { axis, keep: &keep })
+}
+
+/// The inlets' buffer particles, last (ids from `first`): layer g (0 next to the plane) of
+/// every inlet's columns, g outermost, so that particle `first + column + open_columns g` has
+/// that id ([`crate::open`]). Each moves at the inlet's speed at t = 0 (rest where
+/// extrapolated). With a slab, only those inside it.
+fn fill_inlets(case: &Case, first: u32, slab: Option<&Slab>, out: &mut Filled) {
     let (dim, dp) = (case.dim, case.dp);
     let inlets: Vec<_> = case.open.iter().filter(|z| z.inlet).map(|z| (z, z.columns(dim, dp))).collect();
     let layers = inlets.iter().map(|(z, _)| z.layers).max().unwrap_or(0);
-    let (first, columns) = (out.len() as u32, case.open_columns);
+    let columns = case.open_columns;
     for g in 0..layers {
         for (z, cols) in &inlets {
             for (k, &c) in cols.iter().enumerate() {
@@ -649,9 +937,8 @@ fn fill_inlets(case: &Case, out: &mut Filled) {
                 let mut v = [0.0; 3];
                 v[z.axis] = z.sign * z.speed(0.0).unwrap_or(0.0) * z.profile_at(x, dim);
                 // A thinner inlet leaves its deeper layers' ids unused.
-                if g < z.layers {
-                    out.push(x, v, 0.0, Kind::Buffer, [0.0; 4]);
-                    *out.id.last_mut().expect("pushed") = first + z.first_column + k as u32 + columns * g;
+                if g < z.layers && slab.is_none_or(|s| s.contains(x)) {
+                    out.push(first + z.first_column + k as u32 + columns * g, x, v, 0.0, Kind::Buffer, [0.0; 4]);
                 }
             }
         }

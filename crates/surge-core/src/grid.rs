@@ -190,6 +190,15 @@ impl Grid {
         (c, off)
     }
 
+    /// The cell layer along the split axis of a coordinate along it, clamped into the grid:
+    /// the layer [`Grid::locate`] gives a position there (a function of that coordinate
+    /// alone, growing with it), which the slices of a decomposition are cut by.
+    pub fn layer_of(&self, x: f64) -> i32 {
+        let a = self.split_axis();
+        let c = if a < self.dim { ((x - self.origin[a]) / self.cell[a]).floor() as i32 } else { 0 };
+        c.clamp(0, self.layers() - 1)
+    }
+
     /// Absolute position of (cell, offset), in float64.
     #[inline]
     pub fn absolute(&self, c: [i32; 4], off: [f32; 4]) -> [f64; 3] {

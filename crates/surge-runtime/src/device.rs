@@ -6,7 +6,7 @@ use crate::team::Loader;
 use std::sync::Arc;
 use surge_core::backend::Backend;
 use surge_core::decomp::SliceMap;
-use surge_core::geometry::{fill, Filled};
+use surge_core::geometry::{census, fill, fill_slab, Filled, Layers, Slab};
 use surge_core::grid::Grid;
 use surge_core::Case;
 use surge_cpu::CpuBackend;
@@ -189,7 +189,10 @@ pub fn simulation(case: &Case, req: &DeviceRequest) -> Result<Loaded, String> {
 
 /// [`simulation`] as one rank of an MPI run: every rank has the same number of devices
 /// (`k`), the slices are cut for all `ranks x k` devices (rank-major), and this rank loads
-/// its own. Rank 0 logs the rank -> host -> device map.
+/// its own. With several ranks the first cut comes from a census of the case
+/// ([`surge_core::geometry::census`], no particle kept) and a rank fills only the layers of
+/// its devices ([`surge_core::geometry::fill_slab`]), never the whole case; one process
+/// fills the whole case and cuts it. Rank 0 logs the rank -> host -> device map.
 pub fn simulation_on(case: &Case, req: &DeviceRequest, cluster: Arc<dyn Cluster>) -> Result<Loaded, String> {
     crate::worker::links_mode()?;
     let req = &req.for_rank(cluster.as_ref());
@@ -206,7 +209,6 @@ pub fn simulation_on(case: &Case, req: &DeviceRequest, cluster: Arc<dyn Cluster>
     if let Some(line) = crate::memory::refusal(&host, case, gpu, k, share) {
         return Err(line);
     }
-    let filled = fill(case);
     if ranks > 1 {
         let ks = cluster.all_gather(&[k as f64]);
         if ks.iter().any(|&x| x as usize != k) {
@@ -232,6 +234,7 @@ pub fn simulation_on(case: &Case, req: &DeviceRequest, cluster: Arc<dyn Cluster>
     }
     let n = k * ranks;
     if n == 1 {
+        let filled = fill(case);
         let one = DeviceRequest { gpus: Gpus::List(ords_of(&resolved)), ..req.clone() };
         let chosen = load(case, &filled, &one)?;
         let fluid = filled.fluid_count();
@@ -252,13 +255,39 @@ pub fn simulation_on(case: &Case, req: &DeviceRequest, cluster: Arc<dyn Cluster>
         Resolved::Cuda(_) => surge_cuda::grid_for(case)?,
     };
     let axis = grid.split_axis();
-    let layers = filled.layers(&grid);
-    let map = SliceMap::balanced(&filled.layer_weights(&layers, &grid), n, surge_core::decomp::halo(case, &grid))?;
-    let threads = threads_each(req.threads, k);
+    let halo = surge_core::decomp::halo(case, &grid);
     let first = cluster.rank() * k;
+    let (parts, map, fluid) = if ranks == 1 {
+        // One process: the whole case, cut into its devices' shares.
+        let filled = fill(case);
+        let layers = filled.layers(&grid);
+        let map = SliceMap::balanced(&filled.layer_weights(&layers, &grid), n, halo)?;
+        let parts: Vec<Filled> = (0..n).map(|d| filled.owned_by(&layers, &map, d)).collect();
+        (parts, map, filled.fluid_count())
+    } else {
+        // One rank of several: a census of the whole case (a pass that keeps no particle)
+        // gives the first cut and each lattice row's count; then the rank fills only the
+        // layers its devices own, with the ids of the whole fill. Every rank counts the same,
+        // so every rank cuts the same map.
+        let of = |x: f64| grid.layer_of(x) as usize;
+        let c = census(case, Some(&Layers { axis, count: grid.layers() as usize, of: &of }));
+        let map = SliceMap::balanced(&c.weights, n, halo)?;
+        let (lo, hi) = (map.bounds[first], map.bounds[first + k]);
+        let keep = |x: f64| (lo..hi).contains(&grid.layer_of(x));
+        let filled = fill_slab(case, &c, &Slab { axis, keep: &keep });
+        let parts = if k == 1 {
+            vec![filled]
+        } else {
+            let layers = filled.layers(&grid);
+            (first..first + k).map(|d| filled.owned_by(&layers, &map, d)).collect()
+        };
+        (parts, map, c.fluid as usize)
+    };
+    let threads = threads_each(req.threads, k);
+    let mut parts = parts.into_iter();
     let loaders: Vec<Loader> = (first..first + k)
         .map(|d| {
-            let part = filled.owned_by(&layers, &map, d);
+            let part = parts.next().expect("a share for each device of this rank");
             let case = case.clone();
             match &resolved {
                 Resolved::Cpu => {
@@ -273,8 +302,6 @@ pub fn simulation_on(case: &Case, req: &DeviceRequest, cluster: Arc<dyn Cluster>
             }
         })
         .collect();
-    let fluid = filled.fluid_count();
-    drop(filled);
     let sim = Simulation::ranks(case.clone(), map.clone(), grid, loaders, cluster.clone())?;
     let names = sim.backend_names();
     let what = match &resolved {

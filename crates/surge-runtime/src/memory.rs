@@ -2,8 +2,9 @@
 //! the machine is refused with one line instead of being killed by the system.
 //!
 //! A process builds the whole case on the host ([`surge_core::geometry::fill`], 73 bytes a
-//! particle: id, position, velocity, density, kind, wall normal), cuts it into its devices'
-//! shares (one more copy when there are several), and loads each device: on the CPU every
+//! particle: id, position, velocity, density, kind, wall normal), or as one of several MPI
+//! ranks only its share of it ([`surge_core::geometry::fill_slab`]), cuts that into its
+//! devices' shares (one more copy when there are several), and loads each device: on the CPU every
 //! buffer, the sort's second copy of the conserved ones and the cell table
 //! ([`surge_cpu::bytes_per_particle`]); for a GPU the upload staging and the pinned host
 //! buffers, about twice the GPU's own figure ([`surge_cuda::bytes_per_particle`]). Measured
@@ -53,8 +54,11 @@ pub fn host_needed(case: &Case, gpu: bool, devices: usize, share: f64) -> Result
     } else {
         surge_cpu::bytes_per_particle(set, n as usize, grid.cell_count())
     } as f64;
+    // A rank of several fills its share only (about `share`: the first cut balances work,
+    // not particles); one process fills the whole case.
+    let built = if share < 1.0 { (n as f64 * share) as u64 } else { n };
     let cut = if devices > 1 { FILL_BYTES as f64 * share } else { 0.0 };
-    Ok(BASE_BYTES + n * FILL_BYTES + (n as f64 * (share * per + cut)) as u64)
+    Ok(BASE_BYTES + built * FILL_BYTES + (n as f64 * (share * per + cut)) as u64)
 }
 
 /// [`host_needed`] with the host's available memory.
