@@ -17,9 +17,10 @@ use surge_core::physics::options::{BoundaryModel, DiffusionModel, ShiftingModel,
 use surge_core::physics::pair::{Accum, Physics};
 use surge_core::V3;
 
-/// Whether this processor runs the AVX2 loops (detected once; the answer is cached by std).
+/// Whether this processor runs the AVX2 loops (AVX2 and POPCNT; detected once, the answer is
+/// cached by std).
 pub(crate) fn avx2() -> bool {
-    is_x86_feature_detected!("avx2")
+    is_x86_feature_detected!("avx2") && is_x86_feature_detected!("popcnt")
 }
 
 /// `COMPRESS[mask]`: the lanes set in `mask`, in order, then zeros: the permutation that
@@ -46,9 +47,9 @@ static COMPRESS: [[u32; 8]; 256] = {
 /// by a permutation and stored at once.
 ///
 /// # Safety
-/// The processor must have AVX2 ([`avx2`]); `search` must be refreshed from the positions
+/// The processor must have AVX2 and POPCNT ([`avx2`]); `search` must be refreshed from the positions
 /// the stencil's cells index (its axes hold [`LANES`] entries past the last particle).
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,popcnt")]
 pub(crate) unsafe fn gather_near(
     stencil: &Stencil,
     search: &NeighbourSearch,
@@ -203,8 +204,8 @@ struct Lanes {
 /// with j = `pad`) and compute the pair geometry.
 ///
 /// # Safety
-/// AVX2; the list holds `b + 8` entries; every listed j indexes `pj`'s arrays.
-#[target_feature(enable = "avx2")]
+/// AVX2 and POPCNT ([`avx2`]); the list holds `b + 8` entries; every listed j indexes `pj`'s arrays.
+#[target_feature(enable = "avx2,popcnt")]
 #[inline]
 unsafe fn load(lp: &LanePhysics, pi: &PairI, near: &NearList, b: usize, pj: PairJ) -> Lanes {
     // SAFETY: the caller guarantees b + 8 entries and valid indices.
@@ -261,7 +262,7 @@ unsafe fn load(lp: &LanePhysics, pi: &PairI, near: &NearList, b: usize, pj: Pair
 }
 
 /// `(a.x b.x + a.y b.y) + a.z b.z`, as `V3::dot`.
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,popcnt")]
 #[inline]
 fn dot(ax: __m256, ay: __m256, az: __m256, bx: __m256, by: __m256, bz: __m256) -> __m256 {
     _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(ax, bx), _mm256_mul_ps(ay, by)), _mm256_mul_ps(az, bz))
@@ -269,7 +270,7 @@ fn dot(ax: __m256, ay: __m256, az: __m256, bx: __m256, by: __m256, bz: __m256) -
 
 /// Eight lanes of four values to eight (x, y, z, w) vectors: `out[k]` (low half) is lane k,
 /// its high half lane k + 4.
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,popcnt")]
 #[inline]
 fn transpose(x: __m256, y: __m256, z: __m256, w: __m256) -> [__m256; 4] {
     let (t0, t1) = (_mm256_unpacklo_ps(x, y), _mm256_unpackhi_ps(x, y));
@@ -283,7 +284,7 @@ fn transpose(x: __m256, y: __m256, z: __m256, w: __m256) -> [__m256; 4] {
 }
 
 /// Lane k of [`transpose`]'s output.
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,popcnt")]
 #[inline]
 fn pick(t: &[__m256; 4], k: usize) -> __m128 {
     if k < 4 {
@@ -308,8 +309,8 @@ fn pad(near: &mut NearList, n: usize, pad: u32) {
 /// the list, added in the list's order: the same sums, bit for bit.
 ///
 /// # Safety
-/// AVX2; every listed j indexes `pj`'s arrays, and so does `i`.
-#[target_feature(enable = "avx2")]
+/// AVX2 and POPCNT ([`avx2`]); every listed j indexes `pj`'s arrays, and so does `i`.
+#[target_feature(enable = "avx2,popcnt")]
 pub(crate) unsafe fn fluid_pairs(lp: &LanePhysics, i: usize, pi: &PairI, near: &mut NearList, n: usize, pj: PairJ) -> Accum {
     pad(near, n, i as u32);
     let near = &*near;
@@ -373,9 +374,21 @@ pub(crate) unsafe fn fluid_pairs(lp: &LanePhysics, i: usize, pi: &PairI, near: &
                 _mm256_mul_ps(l.gz, vol),
                 _mm256_xor_ps(div, neg0),
             );
-            for k in 0..count {
+            if count == LANES {
+                for k in 0..LANES {
+                    acc = _mm_add_ps(_mm_add_ps(acc, pick(&minus_a, k)), pick(&plus_b, k));
+                    shift = _mm_add_ps(shift, pick(&gc, k));
+                }
+            } else {
+                for k in 0..count {
+                    acc = _mm_add_ps(_mm_add_ps(acc, pick(&minus_a, k)), pick(&plus_b, k));
+                    shift = _mm_add_ps(shift, pick(&gc, k));
+                }
+            }
+        } else if count == LANES {
+            // The same adds, unrolled (registers, no stack copies).
+            for k in 0..LANES {
                 acc = _mm_add_ps(_mm_add_ps(acc, pick(&minus_a, k)), pick(&plus_b, k));
-                shift = _mm_add_ps(shift, pick(&gc, k));
             }
         } else {
             for k in 0..count {
@@ -406,8 +419,8 @@ pub(crate) unsafe fn fluid_pairs(lp: &LanePhysics, i: usize, pi: &PairI, near: &
 /// neighbours of the list, added in the list's order: the density rate, bit for bit.
 ///
 /// # Safety
-/// AVX2; every listed j indexes `pj`'s arrays, and so does `i`.
-#[target_feature(enable = "avx2")]
+/// AVX2 and POPCNT ([`avx2`]); every listed j indexes `pj`'s arrays, and so does `i`.
+#[target_feature(enable = "avx2,popcnt")]
 pub(crate) unsafe fn boundary_pairs(lp: &LanePhysics, i: usize, pi: &PairI, near: &mut NearList, n: usize, pj: PairJ) -> f32 {
     pad(near, n, i as u32);
     let near = &*near;
