@@ -62,6 +62,7 @@ pub(crate) unsafe fn gather_near(
     let (s2, zero) = (_mm256_set1_ps(support2), _mm256_setzero_ps());
     let step = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     let boundary = _mm256_set1_epi32(NearList::BOUNDARY as i32);
+    let eight = _mm256_set1_epi32(LANES as i32);
     let mut n = 0;
     for &StencilCell { k, shift, s, mid, e } in &stencil.cells {
         let e = if fluid_only { mid } else { e };
@@ -73,36 +74,47 @@ pub(crate) unsafe fn gather_near(
         near.reserve(n + (e - s) + LANES);
         let (bx, by, bz) = (_mm256_set1_ps(base.x), _mm256_set1_ps(base.y), _mm256_set1_ps(base.z));
         let last_fluid = _mm256_set1_epi32(mid as i32 - 1);
-        let mut first = s;
-        while first < e {
-            debug_assert!(first + LANES <= x.len());
-            // SAFETY: first < e <= the particle count, and the axes hold LANES more entries.
-            let (xs, ys, zs) = unsafe {
-                (
-                    _mm256_loadu_ps(x.as_ptr().add(first)),
-                    _mm256_loadu_ps(y.as_ptr().add(first)),
-                    _mm256_loadu_ps(z.as_ptr().add(first)),
-                )
-            };
-            let (rx, ry, rz) = (_mm256_sub_ps(bx, xs), _mm256_sub_ps(by, ys), _mm256_sub_ps(bz, zs));
-            let r2 = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(rx, rx), _mm256_mul_ps(ry, ry)), _mm256_mul_ps(rz, rz));
-            let inside = _mm256_and_ps(_mm256_cmp_ps::<_CMP_LT_OQ>(r2, s2), _mm256_cmp_ps::<_CMP_GT_OQ>(r2, zero));
+        let mut j = _mm256_add_epi32(_mm256_set1_epi32(s as i32), step);
+        // Test the eight candidates from `first` (those of them below `e` only: `lanes` set)
+        // and append the hits.
+        macro_rules! group {
+            ($first:expr, $lanes:expr) => {{
+                let first = $first;
+                debug_assert!(first + LANES <= x.len());
+                // SAFETY: first < e <= the particle count, and the axes hold LANES more entries.
+                let (xs, ys, zs) = unsafe {
+                    (
+                        _mm256_loadu_ps(x.as_ptr().add(first)),
+                        _mm256_loadu_ps(y.as_ptr().add(first)),
+                        _mm256_loadu_ps(z.as_ptr().add(first)),
+                    )
+                };
+                let (rx, ry, rz) = (_mm256_sub_ps(bx, xs), _mm256_sub_ps(by, ys), _mm256_sub_ps(bz, zs));
+                let r2 = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(rx, rx), _mm256_mul_ps(ry, ry)), _mm256_mul_ps(rz, rz));
+                let inside = _mm256_and_ps(_mm256_cmp_ps::<_CMP_LT_OQ>(r2, s2), _mm256_cmp_ps::<_CMP_GT_OQ>(r2, zero));
+                let hits = _mm256_movemask_ps(inside) as u32 & $lanes;
+                // SAFETY: COMPRESS rows are 32 bytes; the list holds at least
+                // n + (e - s) + LANES entries and n + (first - s) + LANES <= that.
+                unsafe {
+                    let perm = _mm256_loadu_si256(COMPRESS[hits as usize].as_ptr() as *const __m256i);
+                    _mm256_storeu_ps(near.x.as_mut_ptr().add(n), _mm256_permutevar8x32_ps(rx, perm));
+                    _mm256_storeu_ps(near.y.as_mut_ptr().add(n), _mm256_permutevar8x32_ps(ry, perm));
+                    _mm256_storeu_ps(near.z.as_mut_ptr().add(n), _mm256_permutevar8x32_ps(rz, perm));
+                    _mm256_storeu_ps(near.r2.as_mut_ptr().add(n), _mm256_permutevar8x32_ps(r2, perm));
+                    let jb = _mm256_or_si256(j, _mm256_and_si256(_mm256_cmpgt_epi32(j, last_fluid), boundary));
+                    _mm256_storeu_si256(near.j.as_mut_ptr().add(n) as *mut __m256i, _mm256_permutevar8x32_epi32(jb, perm));
+                }
+                n += hits.count_ones() as usize;
+                j = _mm256_add_epi32(j, eight);
+            }};
+        }
+        let full = s + (e - s) / LANES * LANES;
+        for first in (s..full).step_by(LANES) {
+            group!(first, 0xff);
+        }
+        if full < e {
             // Lanes past the cell's end (the next cell's particles, or the padding) are off.
-            let hits = _mm256_movemask_ps(inside) as u32 & (u32::MAX >> (32 - (e - first).min(LANES)));
-            // SAFETY: COMPRESS rows are 32 bytes; the list holds at least n + (e - s) + LANES
-            // entries and n + (first - s) + LANES <= that.
-            unsafe {
-                let perm = _mm256_loadu_si256(COMPRESS[hits as usize].as_ptr() as *const __m256i);
-                _mm256_storeu_ps(near.x.as_mut_ptr().add(n), _mm256_permutevar8x32_ps(rx, perm));
-                _mm256_storeu_ps(near.y.as_mut_ptr().add(n), _mm256_permutevar8x32_ps(ry, perm));
-                _mm256_storeu_ps(near.z.as_mut_ptr().add(n), _mm256_permutevar8x32_ps(rz, perm));
-                _mm256_storeu_ps(near.r2.as_mut_ptr().add(n), _mm256_permutevar8x32_ps(r2, perm));
-                let j = _mm256_add_epi32(_mm256_set1_epi32(first as i32), step);
-                let j = _mm256_or_si256(j, _mm256_and_si256(_mm256_cmpgt_epi32(j, last_fluid), boundary));
-                _mm256_storeu_si256(near.j.as_mut_ptr().add(n) as *mut __m256i, _mm256_permutevar8x32_epi32(j, perm));
-            }
-            n += hits.count_ones() as usize;
-            first += LANES;
+            group!(full, (1u32 << (e - full)) - 1);
         }
     }
     n
@@ -294,14 +306,18 @@ fn pick(t: &[__m256; 4], k: usize) -> __m128 {
     }
 }
 
-/// Make the list's length a multiple of eight: padding entries with j = `pad` (a particle)
-/// and `r = 0`.
+/// Pad the list after its first `n` entries to the next multiple of eight: entries with
+/// j = `pad` (a particle) and `r = 0`.
+#[target_feature(enable = "avx2,popcnt")]
 fn pad(near: &mut NearList, n: usize, pad: u32) {
-    let end = n.div_ceil(LANES) * LANES;
-    near.reserve(end);
-    for k in n..end {
-        near.j[k] = pad;
-        (near.x[k], near.y[k], near.z[k], near.r2[k]) = (0.0, 0.0, 0.0, 0.0);
+    near.reserve(n + LANES);
+    let zero = _mm256_setzero_ps();
+    // SAFETY: the list holds n + LANES entries.
+    unsafe {
+        _mm256_storeu_si256(near.j.as_mut_ptr().add(n) as *mut __m256i, _mm256_set1_epi32(pad as i32));
+        for v in [&mut near.x, &mut near.y, &mut near.z, &mut near.r2] {
+            _mm256_storeu_ps(v.as_mut_ptr().add(n), zero);
+        }
     }
 }
 
