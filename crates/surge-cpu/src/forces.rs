@@ -205,6 +205,9 @@ pub(crate) struct Stencil {
     /// The centre cell, `None` until the first [`Stencil::around`] of a chunk.
     centre: Option<[i32; 4]>,
     pub(crate) cells: Vec<StencilCell>,
+    /// Those of `cells` with fluid particles, what a boundary particle walks (empty far from
+    /// the fluid: a dry wall particle lists no neighbour without looking at a cell).
+    pub(crate) fluid: Vec<StencilCell>,
 }
 
 impl Stencil {
@@ -216,9 +219,13 @@ impl Stencil {
         }
         self.centre = Some(ci);
         self.cells.clear();
+        self.fluid.clear();
         for_each_stencil_cell::<DIM>(grid, cell_start, ci, false, |k, shift, s, mid, e| {
             if s < e {
                 self.cells.push(StencilCell { k, shift, s, mid, e });
+            }
+            if s < mid {
+                self.fluid.push(StencilCell { k, shift, s, mid, e });
             }
         });
     }
@@ -246,7 +253,7 @@ fn gather_near(
 ) -> usize {
     let [x, y, z] = &search.axes;
     let mut n = 0;
-    for &StencilCell { k, shift, s, mid, e } in &stencil.cells {
+    for &StencilCell { k, shift, s, mid, e } in if fluid_only { &stencil.fluid } else { &stencil.cells } {
         let e = if fluid_only { mid } else { e };
         let base = oi - shift;
         if s == e || search.least_r2(k, base) >= support2 {

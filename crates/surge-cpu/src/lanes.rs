@@ -64,7 +64,7 @@ pub(crate) unsafe fn gather_near(
     let boundary = _mm256_set1_epi32(NearList::BOUNDARY as i32);
     let eight = _mm256_set1_epi32(LANES as i32);
     let mut n = 0;
-    for &StencilCell { k, shift, s, mid, e } in &stencil.cells {
+    for &StencilCell { k, shift, s, mid, e } in if fluid_only { &stencil.fluid } else { &stencil.cells } {
         let e = if fluid_only { mid } else { e };
         let base = oi - shift;
         if s == e || search.least_r2(k, base) >= support2 {
