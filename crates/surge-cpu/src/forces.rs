@@ -64,24 +64,40 @@ pub(crate) fn for_each_neighbour_of<const DIM: usize>(
     });
 }
 
-/// A particle j within the support of particle i, as the neighbour list keeps it.
-#[derive(Debug, Clone, Copy, Default)]
-struct Near {
-    /// Index of j, with [`Near::BOUNDARY`] set when j is a boundary particle.
-    j: u32,
-    /// `r_ij = x_i - x_j`.
-    r: V3,
+/// The particles j within the support of particle i, as the neighbour list keeps them: by
+/// field (a structure of arrays), so that the AVX2 loops load eight neighbours' fields at
+/// once. Only the first entries (the count that [`gather_near`] returns) are meaningful.
+#[derive(Debug, Default)]
+pub(crate) struct NearList {
+    /// Index of j, with [`NearList::BOUNDARY`] set when j is a boundary particle.
+    pub(crate) j: Vec<u32>,
+    /// `r_ij = x_i - x_j` by axis.
+    pub(crate) x: Vec<f32>,
+    pub(crate) y: Vec<f32>,
+    pub(crate) z: Vec<f32>,
     /// `|r_ij|²`.
-    r2: f32,
+    pub(crate) r2: Vec<f32>,
 }
 
-impl Near {
+impl NearList {
     /// The bit of `j` that marks a boundary neighbour.
-    const BOUNDARY: u32 = 1 << 31;
+    pub(crate) const BOUNDARY: u32 = 1 << 31;
+
+    /// Grow to at least `n` entries.
+    #[inline(always)]
+    pub(crate) fn reserve(&mut self, n: usize) {
+        if self.j.len() < n {
+            let n = n.next_power_of_two();
+            self.j.resize(n, 0);
+            for v in [&mut self.x, &mut self.y, &mut self.z, &mut self.r2] {
+                v.resize(n, 0.0);
+            }
+        }
+    }
 }
 
 /// Candidates tested at once by [`gather_near`].
-const LANES: usize = 8;
+pub(crate) const LANES: usize = 8;
 
 /// What the neighbour search of a force pass reads besides the cell table, refreshed from
 /// the positions at the start of each pass; the buffers are kept from pass to pass (no
@@ -91,11 +107,13 @@ pub(crate) struct NeighbourSearch {
     /// The particles' offsets from their cells' centres by axis (a structure of arrays,
     /// with [`LANES`] zeros after the last particle), so that [`gather_near`] tests
     /// [`LANES`] candidates with a few vector instructions.
-    axes: [Vec<f32>; 3],
+    pub(crate) axes: [Vec<f32>; 3],
     /// The smallest box holding the offsets of each cell's particles (low and high corner;
     /// an empty cell's box is empty), so that [`gather_near`] skips a cell of the stencil
     /// that lies wholly outside the support.
     boxes: Vec<[V3; 2]>,
+    /// Take the scalar loops even where the AVX2 ones run (for tests).
+    pub(crate) scalar: bool,
 }
 
 impl NeighbourSearch {
@@ -129,7 +147,7 @@ impl NeighbourSearch {
     /// `|fl(base - o_j)|` is at least the gap to the box along each axis, and the sum of
     /// squares at least the one of the gaps.
     #[inline(always)]
-    fn least_r2(&self, k: usize, base: V3) -> f32 {
+    pub(crate) fn least_r2(&self, k: usize, base: V3) -> f32 {
         let [lo, hi] = self.boxes[k];
         let gap = |b: f32, lo: f32, hi: f32| (lo - b).max(b - hi).max(0.0);
         V3::new(gap(base.x, lo.x, hi.x), gap(base.y, lo.y, hi.y), gap(base.z, lo.z, hi.z)).norm2()
@@ -167,26 +185,29 @@ fn inside_mask(r2: &[f32; LANES], support2: f32) -> u32 {
 
 /// A cell of a [`Stencil`].
 #[derive(Debug, Clone, Copy)]
-struct StencilCell {
+pub(crate) struct StencilCell {
     /// Linear index.
-    k: usize,
+    pub(crate) k: usize,
     /// Displacement from the centre cell, `d * cell size`: `r_ij = (o_i - shift) - o_j`.
-    shift: V3,
+    pub(crate) shift: V3,
     /// First particle.
-    s: usize,
+    pub(crate) s: usize,
     /// First boundary particle.
-    mid: usize,
+    pub(crate) mid: usize,
     /// End of the particles.
-    e: usize,
+    pub(crate) e: usize,
 }
 
 /// The non-empty cells of the stencil of one cell, in stencil order: what every particle of
 /// that cell walks, found once for all of them (particles of a cell are consecutive).
 #[derive(Debug, Default)]
-struct Stencil {
+pub(crate) struct Stencil {
     /// The centre cell, `None` until the first [`Stencil::around`] of a chunk.
     centre: Option<[i32; 4]>,
-    cells: Vec<StencilCell>,
+    pub(crate) cells: Vec<StencilCell>,
+    /// Those of `cells` with fluid particles, what a boundary particle walks (empty far from
+    /// the fluid: a dry wall particle lists no neighbour without looking at a cell).
+    pub(crate) fluid: Vec<StencilCell>,
 }
 
 impl Stencil {
@@ -198,9 +219,13 @@ impl Stencil {
         }
         self.centre = Some(ci);
         self.cells.clear();
+        self.fluid.clear();
         for_each_stencil_cell::<DIM>(grid, cell_start, ci, false, |k, shift, s, mid, e| {
             if s < e {
                 self.cells.push(StencilCell { k, shift, s, mid, e });
+            }
+            if s < mid {
+                self.fluid.push(StencilCell { k, shift, s, mid, e });
             }
         });
     }
@@ -209,7 +234,7 @@ impl Stencil {
 /// The particles j with `0 < r_ij² < support2` in the stencil (fluid only when
 /// `fluid_only`) of particle i at offset `oi`, in stencil order then storage order (the
 /// summation order), into the first entries of `near`, which grows when it is too short;
-/// returns their number.
+/// returns their number. `lanes::gather_near` is the same over AVX2 lanes.
 ///
 /// Two passes instead of one loop that calls the pair function on each candidate: most
 /// candidates of the stencil lie outside the support (about 9 in 10 in 3D). A cell whose
@@ -224,19 +249,17 @@ fn gather_near(
     oi: V3,
     fluid_only: bool,
     support2: f32,
-    near: &mut Vec<Near>,
+    near: &mut NearList,
 ) -> usize {
     let [x, y, z] = &search.axes;
     let mut n = 0;
-    for &StencilCell { k, shift, s, mid, e } in &stencil.cells {
+    for &StencilCell { k, shift, s, mid, e } in if fluid_only { &stencil.fluid } else { &stencil.cells } {
         let e = if fluid_only { mid } else { e };
         let base = oi - shift;
         if s == e || search.least_r2(k, base) >= support2 {
             continue;
         }
-        if near.len() < n + (e - s) {
-            near.resize(n + (e - s), Near::default());
-        }
+        near.reserve(n + (e - s));
         for first in (s..e).step_by(LANES) {
             let (xs, ys, zs) = (&x[first..first + LANES], &y[first..first + LANES], &z[first..first + LANES]);
             let mut r2 = [0.0f32; LANES];
@@ -251,7 +274,8 @@ fn gather_near(
                 hits &= hits - 1;
                 let j = first + k;
                 let r = V3::new(base.x - xs[k], base.y - ys[k], base.z - zs[k]);
-                near[n] = Near { j: j as u32 | if j < mid { 0 } else { Near::BOUNDARY }, r, r2: r.norm2() };
+                near.j[n] = j as u32 | if j < mid { 0 } else { NearList::BOUNDARY };
+                (near.x[n], near.y[n], near.z[n], near.r2[n]) = (r.x, r.y, r.z, r.norm2());
                 n += 1;
             }
         }
@@ -283,7 +307,7 @@ const CHUNK: usize = 64;
 thread_local! {
     /// Each thread's stencil and neighbour list, kept from pass to pass (no allocation per
     /// step).
-    static SCRATCH: std::cell::RefCell<(Stencil, Vec<Near>)> = std::cell::RefCell::default();
+    static SCRATCH: std::cell::RefCell<(Stencil, NearList)> = std::cell::RefCell::default();
 }
 
 struct Pass<'a> {
@@ -347,32 +371,77 @@ impl WithPhysics for Pass<'_> {
         };
         let inv_rho0 = 1.0 / eos.rho0;
         let support2 = ph.support2;
+        // The AVX2 loops where the processor has them (the pair formulas on lanes only for
+        // the formula sets they implement), else the scalar ones: the same bits either way.
+        #[cfg(target_arch = "x86_64")]
+        let (avx2, lane_physics) = {
+            let avx2 = !search.scalar && crate::lanes::avx2();
+            (avx2, if avx2 { crate::lanes::LanePhysics::of(&ph, eos) } else { None })
+        };
+        #[cfg(target_arch = "x86_64")]
+        let pair_j = crate::lanes::PairJ { pos, vel, press, rho0: eos.rho0 };
+        // The neighbours of particle i into `near` (fluid ones only when `fluid_only`).
+        let gather = |i: usize, fluid_only: bool, (stencil, near): &mut (Stencil, NearList)| -> usize {
+            stencil.around::<DIM>(grid, cell_start, cell[i]);
+            let oi = V3::from4(pos[i]);
+            #[cfg(target_arch = "x86_64")]
+            if avx2 {
+                // SAFETY: AVX2 was detected; `search` was refreshed from these positions.
+                return unsafe { crate::lanes::gather_near(stencil, search, oi, fluid_only, support2, near) };
+            }
+            gather_near(stencil, search, oi, fluid_only, support2, near)
+        };
         // Particle i with its list of neighbours: its force value, its sums, and |a_i| (0 for
         // boundary particles).
-        let interact = |i: usize, (stencil, near): &mut (Stencil, Vec<Near>)| -> ([f32; 4], Accum, f32) {
+        let interact = |i: usize, scratch: &mut (Stencil, NearList)| -> ([f32; 4], Accum, f32) {
             let pi = particle(i);
-            let oi = V3::from4(pos[i]);
-            let mut acc = Accum::default();
             if info[i][1] == Kind::Fluid as u32 {
-                stencil.around::<DIM>(grid, cell_start, cell[i]);
-                let n = gather_near(stencil, search, oi, false, support2, near);
-                for nb in &near[..n] {
-                    let j = (nb.j & !Near::BOUNDARY) as usize;
-                    ph.fluid_pair(nb.r, nb.r2, &pi, &particle(j), nb.j & Near::BOUNDARY == 0, &mut acc);
-                }
+                let n = gather(i, false, scratch);
+                let near = &mut scratch.1;
+                #[cfg(target_arch = "x86_64")]
+                let lanes = lane_physics.map(|lp| {
+                    let li = crate::lanes::PairI { vel: pi.vel, rho: pi.rho, p: pi.p };
+                    // SAFETY: AVX2 was detected (lane_physics is None otherwise); the list
+                    // and i index the particle arrays.
+                    unsafe { crate::lanes::fluid_pairs(&lp, i, &li, near, n, pair_j) }
+                });
+                #[cfg(not(target_arch = "x86_64"))]
+                let lanes = None;
+                let acc = lanes.unwrap_or_else(|| {
+                    let mut acc = Accum::default();
+                    for k in 0..n {
+                        let (j, r) = (near.j[k], V3::new(near.x[k], near.y[k], near.z[k]));
+                        let pj = particle((j & !NearList::BOUNDARY) as usize);
+                        ph.fluid_pair(r, near.r2[k], &pi, &pj, j & NearList::BOUNDARY == 0, &mut acc);
+                    }
+                    acc
+                });
                 let a_i = acc.acc + g;
                 (a_i.with_w(acc.drho * inv_rho0), acc, a_i.norm2().sqrt())
             } else if B::MDBC || info[i][1] == Kind::Buffer as u32 {
                 // The mDBC pass has set the density (an open boundary's pass a buffer
                 // particle's); nothing changes it until the next one.
-                ([0.0; 4], acc, 0.0)
+                ([0.0; 4], Accum::default(), 0.0)
             } else {
-                stencil.around::<DIM>(grid, cell_start, cell[i]);
-                let n = gather_near(stencil, search, oi, true, support2, near);
-                for nb in &near[..n] {
-                    ph.boundary_pair(nb.r, nb.r2, &pi, &particle(nb.j as usize), &mut acc);
-                }
-                ([0.0, 0.0, 0.0, acc.drho * inv_rho0], Accum { visc_max: 0.0, ..acc }, 0.0)
+                let n = gather(i, true, scratch);
+                let near = &mut scratch.1;
+                #[cfg(target_arch = "x86_64")]
+                let lanes = lane_physics.map(|lp| {
+                    let li = crate::lanes::PairI { vel: pi.vel, rho: pi.rho, p: pi.p };
+                    // SAFETY: as for the fluid particles.
+                    unsafe { crate::lanes::boundary_pairs(&lp, i, &li, near, n, pair_j) }
+                });
+                #[cfg(not(target_arch = "x86_64"))]
+                let lanes = None;
+                let drho = lanes.unwrap_or_else(|| {
+                    let mut acc = Accum::default();
+                    for k in 0..n {
+                        let r = V3::new(near.x[k], near.y[k], near.z[k]);
+                        ph.boundary_pair(r, near.r2[k], &pi, &particle(near.j[k] as usize), &mut acc);
+                    }
+                    acc.drho
+                });
+                ([0.0, 0.0, 0.0, drho * inv_rho0], Accum { drho, ..Accum::default() }, 0.0)
             }
         };
         let max2 = |x: (f32, f32), y: (f32, f32)| (x.0.max(y.0), x.1.max(y.1));
@@ -403,5 +472,110 @@ impl WithPhysics for Pass<'_> {
             force[range].par_chunks_mut(CHUNK).enumerate().map(|(c, f)| chunk(c, f, None)).reduce(|| (0.0, 0.0), max2)
         };
         ForceStats { acc_max, visc_max }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::CpuBackend;
+    use surge_core::backend::{Backend, Part, Update};
+    use surge_core::geometry::fill;
+    use surge_core::Case;
+
+    /// Whether the AVX2 pair loops implement the case's formula set.
+    #[cfg(target_arch = "x86_64")]
+    fn lanes_apply(case: &Case) -> bool {
+        use surge_core::physics::kernel::SmoothingKernel;
+        use surge_core::physics::options::*;
+        use surge_core::physics::pair::{dispatch, Physics, WithPhysics};
+        struct Probe<'a>(&'a surge_core::physics::constants::Constants);
+        impl WithPhysics for Probe<'_> {
+            type Output = bool;
+            fn call<
+                K: SmoothingKernel,
+                V: ViscosityModel,
+                D: DiffusionModel,
+                S: ShiftingModel,
+                B: BoundaryModel,
+                const DIM: usize,
+            >(
+                self,
+                ph: Physics<K, V, D, S, B, DIM>,
+            ) -> bool {
+                crate::lanes::LanePhysics::of(&ph, self.0).is_some()
+            }
+        }
+        let c = surge_core::physics::constants::Constants::of(case);
+        dispatch(case, &c, Probe(&c))
+    }
+
+    /// The AVX2 loops (neighbour lists and pair formulas) give the scalar loops' forces,
+    /// shifting sums, time-step values and, after some steps, states, bit for bit: water
+    /// thrown at walls and an obstacle (pressure, approaching and receding pairs, boundary
+    /// particles' continuity), in 2D and 3D, with and without diffusion and shifting, and a
+    /// formula set the lanes do not implement (laminar viscosity: scalar pairs after the
+    /// AVX2 neighbour list).
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn lanes_equal_the_scalar_loops() {
+        if !crate::lanes::avx2() {
+            eprintln!("no AVX2: nothing to compare");
+            return;
+        }
+        let d2 = r#"
+            dp = 0.02
+            time = { end = 1.0 }
+            physics = { body_force = [0.0, -9.81] }
+            initial_velocity = { kind = "constant", value = [2.0, -1.0] }
+            fluid = [{ min = [0.0, 0.0], max = [0.6, 0.4] }]
+            wall = [{ min = [0.0, 0.0], max = [1.0, 1.0], faces = ["x-", "x+", "y-"] }]
+            obstacle = [{ min = [0.7, 0.0], max = [0.8, 0.2] }]
+        "#;
+        let d3 = r#"
+            dp = 0.04
+            time = { end = 1.0 }
+            physics = { body_force = [0.0, 0.0, -9.81] }
+            initial_velocity = { kind = "constant", value = [2.0, 0.5, -1.0] }
+            fluid = [{ min = [0.0, 0.0, 0.0], max = [0.4, 0.4, 0.3] }]
+            wall = [{ min = [0.0, 0.0, 0.0], max = [0.8, 0.6, 0.6], faces = ["x-", "x+", "y-", "y+", "z-"] }]
+        "#;
+        let diffusion = r#"physics.density_diffusion={kind="molteni_colagrossi", delta=0.1}"#;
+        let shifting = r#"physics.shifting={kind="lind", coefficient=10.0}"#;
+        let none = r#"physics.density_diffusion={kind="none"}"#;
+        let laminar = r#"physics.viscosity={kind="laminar", nu=1e-3}"#;
+        let variants: [(&str, &[&str], bool); 6] = [
+            (d2, &[diffusion], true),
+            (d2, &[none], true),
+            (d2, &[diffusion, shifting], true),
+            (d3, &[diffusion], true),
+            (d3, &[none, shifting], true),
+            (d2, &[laminar], false),
+        ];
+        for (text, sets, lanes) in variants {
+            let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+            let case = Case::from_str(text, &sets).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(lanes_apply(&case), lanes, "{sets:?}: lanes apply");
+            let filled = fill(&case);
+            let mut be = [CpuBackend::new(&case, &filled, 2).unwrap(), CpuBackend::new(&case, &filled, 1).unwrap()];
+            be[1].search.scalar = true;
+            for step in 0..30 {
+                for b in &mut be {
+                    b.forces(Part::Edges).unwrap();
+                    b.forces(Part::Inner).unwrap();
+                }
+                let (x, y) = (be[0].arrays(), be[1].arrays());
+                let bits = |v: &[[f32; 4]]| v.iter().flatten().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&x.force), bits(&y.force), "{sets:?}: forces of step {step}");
+                assert_eq!(bits(&x.shift), bits(&y.shift), "{sets:?}: shifting sums of step {step}");
+                let (s, t) = (be[0].force_stats().unwrap(), be[1].force_stats().unwrap());
+                assert_eq!((s.acc_max.to_bits(), s.visc_max.to_bits()), (t.acc_max.to_bits(), t.visc_max.to_bits()));
+                assert!(s.visc_max > 0.0 && s.acc_max > 0.0);
+                for b in &mut be {
+                    b.update(Update::VerletEuler, 2e-4).unwrap();
+                }
+            }
+            let (x, y) = (be[0].arrays(), be[1].arrays());
+            assert!(x.vel.iter().zip(&y.vel).all(|(a, b)| a.map(f32::to_bits) == b.map(f32::to_bits)));
+        }
     }
 }

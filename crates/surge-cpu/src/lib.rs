@@ -4,6 +4,8 @@
 #![warn(missing_docs)]
 
 mod forces;
+#[cfg(target_arch = "x86_64")]
+mod lanes;
 mod loads;
 mod mdbc;
 mod open;

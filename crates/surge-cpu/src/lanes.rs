@@ -1,0 +1,458 @@
+//! The force pass's inner loops over eight AVX2 lanes (issue 17), chosen at run time when the
+//! processor has AVX2 ([`avx2`]); the scalar loops of `forces.rs` are the fallback and the
+//! reference.
+//!
+//! Bitwise the same as the scalar loops: every lane does the float32 operations of
+//! `surge_core::physics` for one pair, in the same order (IEEE 754 rounds each operation
+//! alike in a lane or in a scalar register, `a - b` is `a + (-b)`, and nothing is fused),
+//! and the pairs' terms are then added to the particle's sums one pair after the other, in
+//! the neighbour list's order. Only the adds are sequential; the formulas run eight pairs
+//! at a time.
+
+use crate::forces::{NearList, NeighbourSearch, Stencil, StencilCell, LANES};
+use std::arch::x86_64::*;
+use surge_core::physics::constants::Constants;
+use surge_core::physics::kernel::SmoothingKernel;
+use surge_core::physics::options::{BoundaryModel, DiffusionModel, ShiftingModel, ViscosityModel};
+use surge_core::physics::pair::{Accum, Physics};
+use surge_core::V3;
+
+/// Whether this processor runs the AVX2 loops (AVX2 and POPCNT; detected once, the answer is
+/// cached by std).
+pub(crate) fn avx2() -> bool {
+    is_x86_feature_detected!("avx2") && is_x86_feature_detected!("popcnt")
+}
+
+/// `COMPRESS[mask]`: the lanes set in `mask`, in order, then zeros: the permutation that
+/// packs the hits of eight candidates to the front of a vector.
+static COMPRESS: [[u32; 8]; 256] = {
+    let mut t = [[0u32; 8]; 256];
+    let mut m = 0;
+    while m < 256 {
+        let (mut n, mut k) = (0, 0);
+        while k < 8 {
+            if (m >> k) & 1 == 1 {
+                t[m][n] = k as u32;
+                n += 1;
+            }
+            k += 1;
+        }
+        m += 1;
+    }
+    t
+};
+
+/// `forces::gather_near` over AVX2 lanes: the same list, in the same order, with the same
+/// bits (`r_ij` and `r²` are the same operations); the hits of eight candidates are packed
+/// by a permutation and stored at once.
+///
+/// # Safety
+/// The processor must have AVX2 and POPCNT ([`avx2`]); `search` must be refreshed from the positions
+/// the stencil's cells index (its axes hold [`LANES`] entries past the last particle).
+#[target_feature(enable = "avx2,popcnt")]
+pub(crate) unsafe fn gather_near(
+    stencil: &Stencil,
+    search: &NeighbourSearch,
+    oi: V3,
+    fluid_only: bool,
+    support2: f32,
+    near: &mut NearList,
+) -> usize {
+    let [x, y, z] = &search.axes;
+    let (s2, zero) = (_mm256_set1_ps(support2), _mm256_setzero_ps());
+    let step = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    let boundary = _mm256_set1_epi32(NearList::BOUNDARY as i32);
+    let eight = _mm256_set1_epi32(LANES as i32);
+    let mut n = 0;
+    for &StencilCell { k, shift, s, mid, e } in if fluid_only { &stencil.fluid } else { &stencil.cells } {
+        let e = if fluid_only { mid } else { e };
+        let base = oi - shift;
+        if s == e || search.least_r2(k, base) >= support2 {
+            continue;
+        }
+        // Each group of eight stores eight lanes at the end of the list.
+        near.reserve(n + (e - s) + LANES);
+        let (bx, by, bz) = (_mm256_set1_ps(base.x), _mm256_set1_ps(base.y), _mm256_set1_ps(base.z));
+        let last_fluid = _mm256_set1_epi32(mid as i32 - 1);
+        let mut j = _mm256_add_epi32(_mm256_set1_epi32(s as i32), step);
+        // Test the eight candidates from `first` (those of them below `e` only: `lanes` set)
+        // and append the hits.
+        macro_rules! group {
+            ($first:expr, $lanes:expr) => {{
+                let first = $first;
+                debug_assert!(first + LANES <= x.len());
+                // SAFETY: first < e <= the particle count, and the axes hold LANES more entries.
+                let (xs, ys, zs) = unsafe {
+                    (
+                        _mm256_loadu_ps(x.as_ptr().add(first)),
+                        _mm256_loadu_ps(y.as_ptr().add(first)),
+                        _mm256_loadu_ps(z.as_ptr().add(first)),
+                    )
+                };
+                let (rx, ry, rz) = (_mm256_sub_ps(bx, xs), _mm256_sub_ps(by, ys), _mm256_sub_ps(bz, zs));
+                let r2 = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(rx, rx), _mm256_mul_ps(ry, ry)), _mm256_mul_ps(rz, rz));
+                let inside = _mm256_and_ps(_mm256_cmp_ps::<_CMP_LT_OQ>(r2, s2), _mm256_cmp_ps::<_CMP_GT_OQ>(r2, zero));
+                let hits = _mm256_movemask_ps(inside) as u32 & $lanes;
+                // SAFETY: COMPRESS rows are 32 bytes; the list holds at least
+                // n + (e - s) + LANES entries and n + (first - s) + LANES <= that.
+                unsafe {
+                    let perm = _mm256_loadu_si256(COMPRESS[hits as usize].as_ptr() as *const __m256i);
+                    _mm256_storeu_ps(near.x.as_mut_ptr().add(n), _mm256_permutevar8x32_ps(rx, perm));
+                    _mm256_storeu_ps(near.y.as_mut_ptr().add(n), _mm256_permutevar8x32_ps(ry, perm));
+                    _mm256_storeu_ps(near.z.as_mut_ptr().add(n), _mm256_permutevar8x32_ps(rz, perm));
+                    _mm256_storeu_ps(near.r2.as_mut_ptr().add(n), _mm256_permutevar8x32_ps(r2, perm));
+                    let jb = _mm256_or_si256(j, _mm256_and_si256(_mm256_cmpgt_epi32(j, last_fluid), boundary));
+                    _mm256_storeu_si256(near.j.as_mut_ptr().add(n) as *mut __m256i, _mm256_permutevar8x32_epi32(jb, perm));
+                }
+                n += hits.count_ones() as usize;
+                j = _mm256_add_epi32(j, eight);
+            }};
+        }
+        let full = s + (e - s) / LANES * LANES;
+        for first in (s..full).step_by(LANES) {
+            group!(first, 0xff);
+        }
+        if full < e {
+            // Lanes past the cell's end (the next cell's particles, or the padding) are off.
+            group!(full, (1u32 << (e - full)) - 1);
+        }
+    }
+    n
+}
+
+/// The constants of the pair formulas that the lanes implement: Wendland C2, Monaghan
+/// artificial viscosity, no diffusion or Molteni–Colagrossi, any shifting, dynamic boundary
+/// particles. Other formula sets take the scalar loop.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LanePhysics {
+    inv_h: f32,
+    a_f: f32,
+    h: f32,
+    eta2: f32,
+    /// `-alpha c0` (the scalar formula's first product, the same for every pair).
+    neg_alpha_c0: f32,
+    /// `delta h c0 2` (likewise).
+    delta_h_c0_2: f32,
+    /// Molteni–Colagrossi diffusion on.
+    diffusion: bool,
+    /// Shifting sums on.
+    shifting: bool,
+}
+
+impl LanePhysics {
+    /// The lanes' constants for this formula set, or `None` when the lanes do not implement
+    /// it. The models are recognised by name; `lanes_equal_the_pair_formulas` (below) holds
+    /// the lanes to the formulas bit for bit.
+    pub(crate) fn of<
+        K: SmoothingKernel,
+        V: ViscosityModel,
+        D: DiffusionModel,
+        S: ShiftingModel,
+        B: BoundaryModel,
+        const DIM: usize,
+    >(
+        ph: &Physics<K, V, D, S, B, DIM>,
+        c: &Constants,
+    ) -> Option<LanePhysics> {
+        let supported = K::NAME == "wendland_c2"
+            && V::NAME == "artificial"
+            && !V::MIRROR_WALL
+            && matches!(D::NAME, "none" | "molteni_colagrossi")
+            && matches!(S::NAME, "none" | "lind")
+            && !B::MDBC;
+        let [inv_h, _, a_f] = ph.kernel.constants();
+        supported.then_some(LanePhysics {
+            inv_h,
+            a_f,
+            h: ph.h,
+            eta2: ph.eta2,
+            neg_alpha_c0: -c.alpha * c.c0,
+            delta_h_c0_2: c.delta_h_c0 * 2.0,
+            diffusion: D::ON,
+            shifting: S::ON,
+        })
+    }
+}
+
+/// What the pairs read of particle i.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PairI {
+    pub vel: V3,
+    pub rho: f32,
+    pub p: f32,
+}
+
+/// The particle arrays the pairs read of neighbour j.
+#[derive(Clone, Copy)]
+pub(crate) struct PairJ<'a> {
+    pub pos: &'a [[f32; 4]],
+    pub vel: &'a [[f32; 4]],
+    pub press: &'a [f32],
+    pub rho0: f32,
+}
+
+/// The neighbours' data of one group of eight lanes.
+struct Lanes {
+    rx: __m256,
+    ry: __m256,
+    rz: __m256,
+    r2: __m256,
+    /// The gradient of the kernel, `r f(|r|)`.
+    gx: __m256,
+    gy: __m256,
+    gz: __m256,
+    /// `v_i - v_j`.
+    vx: __m256,
+    vy: __m256,
+    vz: __m256,
+    rho: __m256,
+    p: __m256,
+    m: __m256,
+    /// All bits set where j is a fluid particle.
+    fluid: __m256,
+}
+
+/// Load the group of neighbours `b..b + 8` of the list (entries past its end are padding
+/// with j = `pad`) and compute the pair geometry.
+///
+/// # Safety
+/// AVX2 and POPCNT ([`avx2`]); the list holds `b + 8` entries; every listed j indexes `pj`'s arrays.
+#[target_feature(enable = "avx2,popcnt")]
+#[inline]
+unsafe fn load(lp: &LanePhysics, pi: &PairI, near: &NearList, b: usize, pj: PairJ) -> Lanes {
+    // SAFETY: the caller guarantees b + 8 entries and valid indices.
+    unsafe {
+        let rx = _mm256_loadu_ps(near.x.as_ptr().add(b));
+        let ry = _mm256_loadu_ps(near.y.as_ptr().add(b));
+        let rz = _mm256_loadu_ps(near.z.as_ptr().add(b));
+        let r2 = _mm256_loadu_ps(near.r2.as_ptr().add(b));
+        let jb = _mm256_loadu_si256(near.j.as_ptr().add(b) as *const __m256i);
+        let idx = _mm256_andnot_si256(_mm256_set1_epi32(NearList::BOUNDARY as i32), jb);
+        let fluid = _mm256_castsi256_ps(_mm256_cmpeq_epi32(idx, jb));
+        macro_rules! v {
+            ($k:expr) => {
+                _mm_loadu_ps(pj.vel.get_unchecked((*near.j.get_unchecked(b + $k) & !NearList::BOUNDARY) as usize).as_ptr())
+            };
+        }
+        // Velocities and densities (x, y, z, d) of eight particles, transposed by halves.
+        let a0 = _mm256_insertf128_ps::<1>(_mm256_castps128_ps256(v!(0)), v!(4));
+        let a1 = _mm256_insertf128_ps::<1>(_mm256_castps128_ps256(v!(1)), v!(5));
+        let a2 = _mm256_insertf128_ps::<1>(_mm256_castps128_ps256(v!(2)), v!(6));
+        let a3 = _mm256_insertf128_ps::<1>(_mm256_castps128_ps256(v!(3)), v!(7));
+        let (t0, t1) = (_mm256_unpacklo_ps(a0, a1), _mm256_unpackhi_ps(a0, a1));
+        let (t2, t3) = (_mm256_unpacklo_ps(a2, a3), _mm256_unpackhi_ps(a2, a3));
+        let vjx = _mm256_shuffle_ps::<0x44>(t0, t2);
+        let vjy = _mm256_shuffle_ps::<0xEE>(t0, t2);
+        let vjz = _mm256_shuffle_ps::<0x44>(t1, t3);
+        let dj = _mm256_shuffle_ps::<0xEE>(t1, t3);
+        let p = _mm256_i32gather_ps::<4>(pj.press.as_ptr(), idx);
+        let m = _mm256_i32gather_ps::<4>((pj.pos.as_ptr() as *const f32).add(3), _mm256_slli_epi32::<2>(idx));
+        // rho = rho0 (1 + d).
+        let rho = _mm256_mul_ps(_mm256_set1_ps(pj.rho0), _mm256_add_ps(_mm256_set1_ps(1.0), dj));
+        // Wendland C2: q = |r| / h, t = 1 - q/2, f = a_f t³ (0 from q = 2).
+        let q = _mm256_mul_ps(_mm256_sqrt_ps(r2), _mm256_set1_ps(lp.inv_h));
+        let t = _mm256_sub_ps(_mm256_set1_ps(1.0), _mm256_mul_ps(_mm256_set1_ps(0.5), q));
+        let f = _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(lp.a_f), t), t), t);
+        let f = _mm256_andnot_ps(_mm256_cmp_ps::<_CMP_GE_OQ>(q, _mm256_set1_ps(2.0)), f);
+        Lanes {
+            rx,
+            ry,
+            rz,
+            r2,
+            gx: _mm256_mul_ps(rx, f),
+            gy: _mm256_mul_ps(ry, f),
+            gz: _mm256_mul_ps(rz, f),
+            vx: _mm256_sub_ps(_mm256_set1_ps(pi.vel.x), vjx),
+            vy: _mm256_sub_ps(_mm256_set1_ps(pi.vel.y), vjy),
+            vz: _mm256_sub_ps(_mm256_set1_ps(pi.vel.z), vjz),
+            rho,
+            p,
+            m,
+            fluid,
+        }
+    }
+}
+
+/// `(a.x b.x + a.y b.y) + a.z b.z`, as `V3::dot`.
+#[target_feature(enable = "avx2,popcnt")]
+#[inline]
+fn dot(ax: __m256, ay: __m256, az: __m256, bx: __m256, by: __m256, bz: __m256) -> __m256 {
+    _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(ax, bx), _mm256_mul_ps(ay, by)), _mm256_mul_ps(az, bz))
+}
+
+/// Eight lanes of four values to eight (x, y, z, w) vectors: `out[k]` (low half) is lane k,
+/// its high half lane k + 4.
+#[target_feature(enable = "avx2,popcnt")]
+#[inline]
+fn transpose(x: __m256, y: __m256, z: __m256, w: __m256) -> [__m256; 4] {
+    let (t0, t1) = (_mm256_unpacklo_ps(x, y), _mm256_unpackhi_ps(x, y));
+    let (t2, t3) = (_mm256_unpacklo_ps(z, w), _mm256_unpackhi_ps(z, w));
+    [
+        _mm256_shuffle_ps::<0x44>(t0, t2),
+        _mm256_shuffle_ps::<0xEE>(t0, t2),
+        _mm256_shuffle_ps::<0x44>(t1, t3),
+        _mm256_shuffle_ps::<0xEE>(t1, t3),
+    ]
+}
+
+/// Lane k of [`transpose`]'s output.
+#[target_feature(enable = "avx2,popcnt")]
+#[inline]
+fn pick(t: &[__m256; 4], k: usize) -> __m128 {
+    if k < 4 {
+        _mm256_castps256_ps128(t[k])
+    } else {
+        _mm256_extractf128_ps::<1>(t[k - 4])
+    }
+}
+
+/// Pad the list after its first `n` entries to the next multiple of eight: entries with
+/// j = `pad` (a particle) and `r = 0`.
+#[target_feature(enable = "avx2,popcnt")]
+fn pad(near: &mut NearList, n: usize, pad: u32) {
+    near.reserve(n + LANES);
+    let zero = _mm256_setzero_ps();
+    // SAFETY: the list holds n + LANES entries.
+    unsafe {
+        _mm256_storeu_si256(near.j.as_mut_ptr().add(n) as *mut __m256i, _mm256_set1_epi32(pad as i32));
+        for v in [&mut near.x, &mut near.y, &mut near.z, &mut near.r2] {
+            _mm256_storeu_ps(v.as_mut_ptr().add(n), zero);
+        }
+    }
+}
+
+/// `Physics::fluid_pair` of fluid particle i (index `i`) with the first `n` neighbours of
+/// the list, added in the list's order: the same sums, bit for bit.
+///
+/// # Safety
+/// AVX2 and POPCNT ([`avx2`]); every listed j indexes `pj`'s arrays, and so does `i`.
+#[target_feature(enable = "avx2,popcnt")]
+pub(crate) unsafe fn fluid_pairs(lp: &LanePhysics, i: usize, pi: &PairI, near: &mut NearList, n: usize, pj: PairJ) -> Accum {
+    pad(near, n, i as u32);
+    let near = &*near;
+    let neg0 = _mm256_set1_ps(-0.0);
+    let (rho_i, p_i) = (_mm256_set1_ps(pi.rho), _mm256_set1_ps(pi.p));
+    let (h, eta2) = (_mm256_set1_ps(lp.h), _mm256_set1_ps(lp.eta2));
+    let step = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    // (acc, drho) and (grad_c, div_r) as (x, y, z, w).
+    let mut acc = _mm_setzero_ps();
+    let mut shift = _mm_setzero_ps();
+    let mut visc_max = _mm256_setzero_ps();
+    let mut b = 0;
+    while b < n {
+        // SAFETY: the list is padded to a multiple of 8 with valid indices.
+        let l = unsafe { load(lp, pi, near, b, pj) };
+        let vr = dot(l.vx, l.vy, l.vz, l.rx, l.ry, l.rz);
+        // Pressure: acc -= gw (m_j (p_i + p_j) / (rho_i rho_j)).
+        let p_term = _mm256_div_ps(_mm256_add_ps(p_i, l.p), _mm256_mul_ps(rho_i, l.rho));
+        let s = _mm256_mul_ps(l.m, p_term);
+        let (ax, ay, az) = (_mm256_mul_ps(l.gx, s), _mm256_mul_ps(l.gy, s), _mm256_mul_ps(l.gz, s));
+        // Monaghan: mu = h v.r / (r² + eta²), pi = -alpha c0 mu / rho_mean, gw (-m_j pi)
+        // when v.r < 0, else +0.
+        let r2_eta2 = _mm256_add_ps(l.r2, eta2);
+        let mu = _mm256_div_ps(_mm256_mul_ps(h, vr), r2_eta2);
+        let rho_mean = _mm256_mul_ps(_mm256_set1_ps(0.5), _mm256_add_ps(rho_i, l.rho));
+        let pi_ab = _mm256_div_ps(_mm256_mul_ps(_mm256_set1_ps(lp.neg_alpha_c0), mu), rho_mean);
+        let coef = _mm256_mul_ps(_mm256_xor_ps(l.m, neg0), pi_ab);
+        // Not `v.r >= 0` (true for NaN, as in the scalar formula).
+        let approaching = _mm256_cmp_ps::<_CMP_NGE_UQ>(vr, _mm256_setzero_ps());
+        let coef_x = _mm256_mul_ps(l.gx, coef);
+        let coef_y = _mm256_mul_ps(l.gy, coef);
+        let coef_z = _mm256_mul_ps(l.gz, coef);
+        let (bx, by, bz) = (_mm256_and_ps(coef_x, approaching), _mm256_and_ps(coef_y, approaching), _mm256_and_ps(coef_z, approaching));
+        // Continuity: m_j v.gw.
+        let cont = _mm256_mul_ps(l.m, dot(l.vx, l.vy, l.vz, l.gx, l.gy, l.gz));
+        // Diffusion between fluid particles: ((((dhc0 2) (rho_j - rho_i)) (-r).gw) /
+        // (r² + eta²)) vol_j; -0 (adds nothing) for a boundary j.
+        let diff = if lp.diffusion {
+            let nr = (_mm256_xor_ps(l.rx, neg0), _mm256_xor_ps(l.ry, neg0), _mm256_xor_ps(l.rz, neg0));
+            let d = _mm256_mul_ps(_mm256_set1_ps(lp.delta_h_c0_2), _mm256_sub_ps(l.rho, rho_i));
+            let d = _mm256_div_ps(_mm256_mul_ps(d, dot(nr.0, nr.1, nr.2, l.gx, l.gy, l.gz)), r2_eta2);
+            let d = _mm256_mul_ps(d, _mm256_div_ps(l.m, l.rho));
+            _mm256_blendv_ps(neg0, d, l.fluid)
+        } else {
+            neg0
+        };
+        let valid = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32((n - b) as i32), step));
+        let vm = _mm256_and_ps(_mm256_andnot_ps(neg0, mu), valid);
+        // max(new, old) keeps old where new is NaN, as f32::max(old, new) does.
+        visc_max = _mm256_max_ps(vm, visc_max);
+        // The terms by pair, then added in order.
+        let minus_a = transpose(_mm256_xor_ps(ax, neg0), _mm256_xor_ps(ay, neg0), _mm256_xor_ps(az, neg0), cont);
+        let plus_b = transpose(bx, by, bz, diff);
+        let count = (n - b).min(LANES);
+        if lp.shifting {
+            let vol = _mm256_div_ps(l.m, l.rho);
+            let div = _mm256_mul_ps(vol, dot(l.rx, l.ry, l.rz, l.gx, l.gy, l.gz));
+            let gc = transpose(
+                _mm256_mul_ps(l.gx, vol),
+                _mm256_mul_ps(l.gy, vol),
+                _mm256_mul_ps(l.gz, vol),
+                _mm256_xor_ps(div, neg0),
+            );
+            if count == LANES {
+                for k in 0..LANES {
+                    acc = _mm_add_ps(_mm_add_ps(acc, pick(&minus_a, k)), pick(&plus_b, k));
+                    shift = _mm_add_ps(shift, pick(&gc, k));
+                }
+            } else {
+                for k in 0..count {
+                    acc = _mm_add_ps(_mm_add_ps(acc, pick(&minus_a, k)), pick(&plus_b, k));
+                    shift = _mm_add_ps(shift, pick(&gc, k));
+                }
+            }
+        } else if count == LANES {
+            // The same adds, unrolled (registers, no stack copies).
+            for k in 0..LANES {
+                acc = _mm_add_ps(_mm_add_ps(acc, pick(&minus_a, k)), pick(&plus_b, k));
+            }
+        } else {
+            for k in 0..count {
+                acc = _mm_add_ps(_mm_add_ps(acc, pick(&minus_a, k)), pick(&plus_b, k));
+            }
+        }
+        b += LANES;
+    }
+    let mut v = [0.0f32; 8];
+    // SAFETY: 8 floats.
+    unsafe { _mm256_storeu_ps(v.as_mut_ptr(), visc_max) };
+    let (mut a, mut s) = ([0.0f32; 4], [0.0f32; 4]);
+    // SAFETY: 4 floats each.
+    unsafe {
+        _mm_storeu_ps(a.as_mut_ptr(), acc);
+        _mm_storeu_ps(s.as_mut_ptr(), shift);
+    }
+    Accum {
+        acc: V3::new(a[0], a[1], a[2]),
+        drho: a[3],
+        visc_max: v.iter().fold(0.0f32, |m, &x| m.max(x)),
+        grad_c: V3::new(s[0], s[1], s[2]),
+        div_r: s[3],
+    }
+}
+
+/// `Physics::boundary_pair` of boundary particle i (index `i`) with the first `n` (fluid)
+/// neighbours of the list, added in the list's order: the density rate, bit for bit.
+///
+/// # Safety
+/// AVX2 and POPCNT ([`avx2`]); every listed j indexes `pj`'s arrays, and so does `i`.
+#[target_feature(enable = "avx2,popcnt")]
+pub(crate) unsafe fn boundary_pairs(lp: &LanePhysics, i: usize, pi: &PairI, near: &mut NearList, n: usize, pj: PairJ) -> f32 {
+    pad(near, n, i as u32);
+    let near = &*near;
+    let mut drho = 0.0f32;
+    let mut b = 0;
+    while b < n {
+        // SAFETY: the list is padded to a multiple of 8 with valid indices.
+        let l = unsafe { load(lp, pi, near, b, pj) };
+        let cont = _mm256_mul_ps(l.m, dot(l.vx, l.vy, l.vz, l.gx, l.gy, l.gz));
+        let mut c = [0.0f32; 8];
+        // SAFETY: 8 floats.
+        unsafe { _mm256_storeu_ps(c.as_mut_ptr(), cont) };
+        for &c in &c[..(n - b).min(LANES)] {
+            drho += c;
+        }
+        b += LANES;
+    }
+    drho
+}
