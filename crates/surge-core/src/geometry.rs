@@ -11,7 +11,8 @@
 //! and their ids are the same on every run and every decomposition. The walks are parallel
 //! (rayon) over blocks of lattice rows: each block makes its rows' particles in walk order and
 //! the blocks are joined in row order, so the result is that of the serial walk, bit for bit,
-//! on any number of threads.
+//! on any number of threads. A slab along one axis ([`fill_slab`]) is filled alone, with the
+//! ids of the whole fill, from a [`census`] of every lattice row (what a rank of several builds).
 
 use crate::buffers::Kind;
 use crate::case::{Aabb, Case, Initial, Solid, Wall};
