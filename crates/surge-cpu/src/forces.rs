@@ -564,9 +564,13 @@ mod tests {
                     b.forces(Part::Inner).unwrap();
                 }
                 let (x, y) = (be[0].arrays(), be[1].arrays());
-                let bits = |v: &[[f32; 4]]| v.iter().flatten().map(|x| x.to_bits()).collect::<Vec<_>>();
-                assert_eq!(bits(&x.force), bits(&y.force), "{sets:?}: forces of step {step}");
-                assert_eq!(bits(&x.shift), bits(&y.shift), "{sets:?}: shifting sums of step {step}");
+                // The first particle whose values differ in any bit, with both values.
+                let first_difference = |u: &[[f32; 4]], v: &[[f32; 4]]| {
+                    assert_eq!(u.len(), v.len());
+                    u.iter().zip(v).position(|(a, b)| a.map(f32::to_bits) != b.map(f32::to_bits)).map(|i| (i, u[i], v[i]))
+                };
+                assert_eq!(first_difference(&x.force, &y.force), None, "{sets:?}: forces of step {step}");
+                assert_eq!(first_difference(&x.shift, &y.shift), None, "{sets:?}: shifting sums of step {step}");
                 let (s, t) = (be[0].force_stats().unwrap(), be[1].force_stats().unwrap());
                 assert_eq!((s.acc_max.to_bits(), s.visc_max.to_bits()), (t.acc_max.to_bits(), t.visc_max.to_bits()));
                 assert!(s.visc_max > 0.0 && s.acc_max > 0.0);
@@ -575,7 +579,8 @@ mod tests {
                 }
             }
             let (x, y) = (be[0].arrays(), be[1].arrays());
-            assert!(x.vel.iter().zip(&y.vel).all(|(a, b)| a.map(f32::to_bits) == b.map(f32::to_bits)));
+            assert!(x.vel.iter().zip(&y.vel).all(|(a, b)| a.map(f32::to_bits) == b.map(f32::to_bits)), "{sets:?}: states");
+            assert!(x.pos.iter().zip(&y.pos).all(|(a, b)| a.map(f32::to_bits) == b.map(f32::to_bits)), "{sets:?}: states");
         }
     }
 }
