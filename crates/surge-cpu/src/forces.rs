@@ -567,7 +567,10 @@ mod tests {
                 // The first particle whose values differ in any bit, with both values.
                 let first_difference = |u: &[[f32; 4]], v: &[[f32; 4]]| {
                     assert_eq!(u.len(), v.len());
-                    u.iter().zip(v).position(|(a, b)| a.map(f32::to_bits) != b.map(f32::to_bits)).map(|i| (i, u[i], v[i]))
+                    u.iter()
+                        .zip(v)
+                        .position(|(a, b)| a.map(f32::to_bits) != b.map(f32::to_bits))
+                        .map(|i| (i, u[i], v[i]))
                 };
                 assert_eq!(first_difference(&x.force, &y.force), None, "{sets:?}: forces of step {step}");
                 assert_eq!(first_difference(&x.shift, &y.shift), None, "{sets:?}: shifting sums of step {step}");
@@ -579,8 +582,14 @@ mod tests {
                 }
             }
             let (x, y) = (be[0].arrays(), be[1].arrays());
-            assert!(x.vel.iter().zip(&y.vel).all(|(a, b)| a.map(f32::to_bits) == b.map(f32::to_bits)), "{sets:?}: states");
-            assert!(x.pos.iter().zip(&y.pos).all(|(a, b)| a.map(f32::to_bits) == b.map(f32::to_bits)), "{sets:?}: states");
+            assert!(
+                x.vel.iter().zip(&y.vel).all(|(a, b)| a.map(f32::to_bits) == b.map(f32::to_bits)),
+                "{sets:?}: states"
+            );
+            assert!(
+                x.pos.iter().zip(&y.pos).all(|(a, b)| a.map(f32::to_bits) == b.map(f32::to_bits)),
+                "{sets:?}: states"
+            );
         }
     }
 }

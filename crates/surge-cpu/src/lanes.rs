@@ -90,7 +90,8 @@ pub(crate) unsafe fn gather_near(
                     )
                 };
                 let (rx, ry, rz) = (_mm256_sub_ps(bx, xs), _mm256_sub_ps(by, ys), _mm256_sub_ps(bz, zs));
-                let r2 = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(rx, rx), _mm256_mul_ps(ry, ry)), _mm256_mul_ps(rz, rz));
+                let r2 =
+                    _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(rx, rx), _mm256_mul_ps(ry, ry)), _mm256_mul_ps(rz, rz));
                 let inside = _mm256_and_ps(_mm256_cmp_ps::<_CMP_LT_OQ>(r2, s2), _mm256_cmp_ps::<_CMP_GT_OQ>(r2, zero));
                 let hits = _mm256_movemask_ps(inside) as u32 & $lanes;
                 // SAFETY: COMPRESS rows are 32 bytes; the list holds at least
@@ -102,7 +103,10 @@ pub(crate) unsafe fn gather_near(
                     _mm256_storeu_ps(near.z.as_mut_ptr().add(n), _mm256_permutevar8x32_ps(rz, perm));
                     _mm256_storeu_ps(near.r2.as_mut_ptr().add(n), _mm256_permutevar8x32_ps(r2, perm));
                     let jb = _mm256_or_si256(j, _mm256_and_si256(_mm256_cmpgt_epi32(j, last_fluid), boundary));
-                    _mm256_storeu_si256(near.j.as_mut_ptr().add(n) as *mut __m256i, _mm256_permutevar8x32_epi32(jb, perm));
+                    _mm256_storeu_si256(
+                        near.j.as_mut_ptr().add(n) as *mut __m256i,
+                        _mm256_permutevar8x32_epi32(jb, perm),
+                    );
                 }
                 n += hits.count_ones() as usize;
                 j = _mm256_add_epi32(j, eight);
@@ -231,7 +235,9 @@ unsafe fn load(lp: &LanePhysics, pi: &PairI, near: &NearList, b: usize, pj: Pair
         let fluid = _mm256_castsi256_ps(_mm256_cmpeq_epi32(idx, jb));
         macro_rules! v {
             ($k:expr) => {
-                _mm_loadu_ps(pj.vel.get_unchecked((*near.j.get_unchecked(b + $k) & !NearList::BOUNDARY) as usize).as_ptr())
+                _mm_loadu_ps(
+                    pj.vel.get_unchecked((*near.j.get_unchecked(b + $k) & !NearList::BOUNDARY) as usize).as_ptr(),
+                )
             };
         }
         // Velocities and densities (x, y, z, d) of eight particles, transposed by halves.
@@ -327,7 +333,14 @@ fn pad(near: &mut NearList, n: usize, pad: u32) {
 /// # Safety
 /// AVX2 and POPCNT ([`avx2`]); every listed j indexes `pj`'s arrays, and so does `i`.
 #[target_feature(enable = "avx2,popcnt")]
-pub(crate) unsafe fn fluid_pairs(lp: &LanePhysics, i: usize, pi: &PairI, near: &mut NearList, n: usize, pj: PairJ) -> Accum {
+pub(crate) unsafe fn fluid_pairs(
+    lp: &LanePhysics,
+    i: usize,
+    pi: &PairI,
+    near: &mut NearList,
+    n: usize,
+    pj: PairJ,
+) -> Accum {
     pad(near, n, i as u32);
     let near = &*near;
     let neg0 = _mm256_set1_ps(-0.0);
@@ -359,7 +372,11 @@ pub(crate) unsafe fn fluid_pairs(lp: &LanePhysics, i: usize, pi: &PairI, near: &
         let coef_x = _mm256_mul_ps(l.gx, coef);
         let coef_y = _mm256_mul_ps(l.gy, coef);
         let coef_z = _mm256_mul_ps(l.gz, coef);
-        let (bx, by, bz) = (_mm256_and_ps(coef_x, approaching), _mm256_and_ps(coef_y, approaching), _mm256_and_ps(coef_z, approaching));
+        let (bx, by, bz) = (
+            _mm256_and_ps(coef_x, approaching),
+            _mm256_and_ps(coef_y, approaching),
+            _mm256_and_ps(coef_z, approaching),
+        );
         // Continuity: m_j v.gw.
         let cont = _mm256_mul_ps(l.m, dot(l.vx, l.vy, l.vz, l.gx, l.gy, l.gz));
         // Diffusion between fluid particles: ((((dhc0 2) (rho_j - rho_i)) (-r).gw) /
@@ -437,7 +454,14 @@ pub(crate) unsafe fn fluid_pairs(lp: &LanePhysics, i: usize, pi: &PairI, near: &
 /// # Safety
 /// AVX2 and POPCNT ([`avx2`]); every listed j indexes `pj`'s arrays, and so does `i`.
 #[target_feature(enable = "avx2,popcnt")]
-pub(crate) unsafe fn boundary_pairs(lp: &LanePhysics, i: usize, pi: &PairI, near: &mut NearList, n: usize, pj: PairJ) -> f32 {
+pub(crate) unsafe fn boundary_pairs(
+    lp: &LanePhysics,
+    i: usize,
+    pi: &PairI,
+    near: &mut NearList,
+    n: usize,
+    pj: PairJ,
+) -> f32 {
     pad(near, n, i as u32);
     let near = &*near;
     let mut drho = 0.0f32;

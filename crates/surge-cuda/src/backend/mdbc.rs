@@ -30,8 +30,7 @@ impl CudaBackend {
         // and the next force pass), a counting sort of them into `perm` (free until the next
         // rebuild) through the mDBC table, as the rebuild sorts the particles. The entries
         // past the list's end get the last key, so the first `listed` of `perm` are the list.
-        let CudaBackend { stream, k, pos, cell, wall, key, perm, force, mdbc_listed, mdbc_table, win, bins, .. } =
-            self;
+        let CudaBackend { stream, k, pos, cell, wall, key, perm, force, mdbc_listed, mdbc_table, win, bins, .. } = self;
         let (Some(ghost_key), Some(wall), Some((table, scan))) = (k.mdbc_ghost_key.as_ref(), wall.as_ref(), mdbc_table)
         else {
             return Ok(());
