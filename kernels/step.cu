@@ -355,18 +355,26 @@ extern "C" __global__ void __launch_bounds__(256, FORCES_MIN_BLOCKS) forces_kern
 // the cell that holds it, as rekey_kernel would) over the particles of the fluid bins of its
 // stencil within the support, in stencil then storage order; FLUID_ONLY skips the buffer
 // particles of open boundaries (twin of crates/surge-cpu/src/mdbc.rs, ghost_sums).
-template <bool FLUID_ONLY>
-__device__ __forceinline__ void ghost_sums(float3 og, int4 c, int wlo, int whi, const float4 *__restrict__ pos,
-                                           const float4 *vel, const uint2 *__restrict__ info,
-                                           const unsigned *__restrict__ cell_start, GhostSums &s) {
-    int cg[3] = {c.x, c.y, c.z};
-    float o[3] = {og.x, og.y, og.z};
+// The cell `cg` that holds a ghost node at offset og from the centre of cell c, and its
+// offset `o` from that cell's centre (as rekey_kernel would place it; not clamped).
+__device__ __forceinline__ void ghost_cell(float3 og, int4 c, int cg[3], float o[3]) {
+    cg[0] = c.x, cg[1] = c.y, cg[2] = c.z;
+    o[0] = og.x, o[1] = og.y, o[2] = og.z;
     const float cs[3] = {CSX, CSY, CSZ};
     for (int a = 0; a < DIM; ++a) {
         const float k = roundf(o[a] / cs[a]);
         cg[a] += (int)k;
         o[a] = o[a] - k * cs[a];
     }
+}
+
+template <bool FLUID_ONLY>
+__device__ __forceinline__ void ghost_sums(float3 og, int4 c, int wlo, int whi, const float4 *__restrict__ pos,
+                                           const float4 *vel, const uint2 *__restrict__ info,
+                                           const unsigned *__restrict__ cell_start, GhostSums &s) {
+    int cg[3];
+    float o[3];
+    ghost_cell(og, c, cg, o);
     for (int row = 0; row < 4; ++row)
         for (int k = 0; k < 4; ++k) {
             s.a[row][k] = 0.0f;
@@ -450,15 +458,13 @@ extern "C" __global__ void mdbc_ghost_key_kernel(int count, const unsigned *__re
         return;
     }
     const int i = (int)list[t];
-    const float4 w4 = wall[i];
-    const float3 og = xyz(pos[i]) + xyz(w4) * (2.0f * w4.w);
-    const int4 c = cell[i];
-    int cg[3] = {c.x, c.y, c.z};
-    const float o[3] = {og.x, og.y, og.z};
-    const float cs[3] = {CSX, CSY, CSZ};
+    float3 og = v3(0.0f, 0.0f, 0.0f);
+    ghost_offset(xyz(pos[i]), wall[i], 2.0f * H, og);  // true: the list holds only those
+    int cg[3];
+    float o[3];
+    ghost_cell(og, cell[i], cg, o);
     const int n[3] = {NX, NY, NZ};
     for (int a = 0; a < 3; ++a) {
-        if (a < DIM) cg[a] += (int)roundf(o[a] / cs[a]);
         const int lo = a == O0 ? wlo : 0, hi = a == O0 ? whi : n[a];
         cg[a] = min(max(cg[a], lo), hi - 1);
     }

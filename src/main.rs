@@ -574,16 +574,11 @@ fn cmd_check(
         let grid = surge_core::grid::Grid::new(&case, case.split_axis()).map_err(bad)?;
         let axis = grid.split_axis();
         let t0 = std::time::Instant::now();
-        let of = |x: f64| grid.layer_of(x) as usize;
-        let layers = surge_core::geometry::Layers { axis, count: grid.layers() as usize, of: &of };
-        let census = surge_core::geometry::census(&case, Some(&layers));
+        let (census, map) = surge_runtime::census_cut(&case, &grid, n).map_err(bad)?;
         let census_s = t0.elapsed().as_secs_f64();
-        let map = surge_core::decomp::SliceMap::balanced(&census.weights, n, surge_core::decomp::halo(&case, &grid))
-            .map_err(bad)?;
         let (lo, hi) = map.owned(r);
-        let keep = |x: f64| (lo..hi).contains(&grid.layer_of(x));
         let t1 = std::time::Instant::now();
-        let filled = surge_core::geometry::fill_slab(&case, &census, &surge_core::geometry::Slab { axis, keep: &keep });
+        let filled = surge_runtime::fill_layers(&case, &grid, &census, lo..hi);
         println!(
             "particles   {} of {} filled in {:.2} s (rank {r} of {n}: cell layers {lo}..{hi} of {} along {}) after a \
              census in {:.2} s, on {} threads",

@@ -6,7 +6,7 @@ use crate::team::Loader;
 use std::sync::Arc;
 use surge_core::backend::Backend;
 use surge_core::decomp::SliceMap;
-use surge_core::geometry::{census, fill, fill_slab, Filled, Layers, Slab};
+use surge_core::geometry::{census, fill, fill_slab, Census, Filled, Layers, Slab};
 use surge_core::grid::Grid;
 use surge_core::Case;
 use surge_cpu::CpuBackend;
@@ -187,6 +187,23 @@ pub fn simulation(case: &Case, req: &DeviceRequest) -> Result<Loaded, String> {
     simulation_on(case, req, Arc::new(Single))
 }
 
+/// The census of `case` over `grid`'s cell layers along its split axis ([`census`]: every
+/// lattice row's count, no particle kept) and the first cut of those layers into `n`
+/// slices: what every rank of several computes alike, and `surge check --fill --slab`.
+pub fn census_cut(case: &Case, grid: &Grid, n: usize) -> Result<(Census, SliceMap), String> {
+    let of = |x: f64| grid.layer_of(x) as usize;
+    let c = census(case, Some(&Layers { axis: grid.split_axis(), count: grid.layers() as usize, of: &of }));
+    let map = SliceMap::balanced(&c.weights, n, surge_core::decomp::halo(case, grid))?;
+    Ok((c, map))
+}
+
+/// The particles of the cell layers `layers` of `grid` along its split axis, with the ids
+/// of the whole fill ([`fill_slab`] from the case's `census`): a rank's share.
+pub fn fill_layers(case: &Case, grid: &Grid, census: &Census, layers: std::ops::Range<i32>) -> Filled {
+    let keep = |x: f64| layers.contains(&grid.layer_of(x));
+    fill_slab(case, census, &Slab { axis: grid.split_axis(), keep: &keep })
+}
+
 /// [`simulation`] as one rank of an MPI run: every rank has the same number of devices
 /// (`k`), the slices are cut for all `ranks x k` devices (rank-major), and this rank loads
 /// its own. With several ranks the first cut comes from a census of the case
@@ -255,13 +272,12 @@ pub fn simulation_on(case: &Case, req: &DeviceRequest, cluster: Arc<dyn Cluster>
         Resolved::Cuda(_) => surge_cuda::grid_for(case)?,
     };
     let axis = grid.split_axis();
-    let halo = surge_core::decomp::halo(case, &grid);
     let first = cluster.rank() * k;
     let (parts, map, fluid) = if ranks == 1 {
         // One process: the whole case, cut into its devices' shares.
         let filled = fill(case);
         let layers = filled.layers(&grid);
-        let map = SliceMap::balanced(&filled.layer_weights(&layers, &grid), n, halo)?;
+        let map = SliceMap::balanced(&filled.layer_weights(&layers, &grid), n, surge_core::decomp::halo(case, &grid))?;
         let parts: Vec<Filled> = (0..n).map(|d| filled.owned_by(&layers, &map, d)).collect();
         (parts, map, filled.fluid_count())
     } else {
@@ -269,12 +285,8 @@ pub fn simulation_on(case: &Case, req: &DeviceRequest, cluster: Arc<dyn Cluster>
         // gives the first cut and each lattice row's count; then the rank fills only the
         // layers its devices own, with the ids of the whole fill. Every rank counts the same,
         // so every rank cuts the same map.
-        let of = |x: f64| grid.layer_of(x) as usize;
-        let c = census(case, Some(&Layers { axis, count: grid.layers() as usize, of: &of }));
-        let map = SliceMap::balanced(&c.weights, n, halo)?;
-        let (lo, hi) = (map.bounds[first], map.bounds[first + k]);
-        let keep = |x: f64| (lo..hi).contains(&grid.layer_of(x));
-        let filled = fill_slab(case, &c, &Slab { axis, keep: &keep });
+        let (c, map) = census_cut(case, &grid, n)?;
+        let filled = fill_layers(case, &grid, &c, map.bounds[first]..map.bounds[first + k]);
         let parts = if k == 1 {
             vec![filled]
         } else {
