@@ -263,13 +263,121 @@ extern "C" __global__ void gather8_kernel(int n, const unsigned *perm, const uin
 // ---- forces ------------------------------------------------------------------------
 
 // One thread per particle i: sum over the fluid and boundary particles of the cells within R
-// of i's cell ((2R+1)^DIM cells), in stencil order then storage order (as the CPU does).
-// Six resident blocks per multiprocessor: the compiler keeps the kernel to 40 registers (a
-// few spilled), raising occupancy from 50 % to 75 %, which hides the latency of this
-// issue-bound kernel (H100: 11.25 -> 9.41 ms per step on the 4.45M-particle benchmark).
+// of i's cell ((2R+1)^DIM cells). Six resident blocks per multiprocessor: the compiler keeps
+// the kernel to 40 registers (a few spilled), raising occupancy from 50 % to 75 %, which
+// hides the latency of this issue-bound kernel (H100: 11.25 -> 9.41 ms per step on the
+// 4.45M-particle benchmark).
 #ifndef FORCES_MIN_BLOCKS
 #define FORCES_MIN_BLOCKS 6
 #endif
+
+// The neighbour traversal ([gpu] traversal; docs/PERFORMANCE.md, "Traversals"):
+//   0 cells: the stencil's cells one by one, in stencil order (z, y, x) then storage order,
+//     as the CPU sums;
+//   1 ranges: the cells of a stencil row along the key's fastest axis RA are consecutive in
+//     storage, so each row is one range of particles walked in one loop (25 ranges for 125
+//     cells); a lane moves to the row's next cell when its index passes the cell's end. The
+//     lanes of a warp no longer wait, cell by cell, for the lane with the fullest cell, only
+//     row by row. The rows go in the order of the other two axes of the key (O0, then O1),
+//     each row in storage order: another summation order than the CPU's (parity within its
+//     tolerance), the same on every device, worker and run. A periodic RA keeps 0.
+#ifndef TRAVERSAL
+#define TRAVERSAL 0
+#endif
+#define RA (DIM == 3 ? O2 : O1)
+#if TRAVERSAL == 1 && ((RA == 0 && PERX) || (RA == 1 && PERY) || (RA == 2 && PERZ))
+#undef TRAVERSAL
+#define TRAVERSAL 0
+#endif
+
+#if TRAVERSAL == 1
+// Calls row(k, kend, b) for each row of the stencil of cell c (point at offset p from its
+// centre): the row's cells are k..kend (linear indices, consecutive along RA, clipped to the
+// grid), b the point's offset from the centre of cell k. The rows go in the order of O0,
+// then O1 (3D); a neighbour outside the grid or the window is skipped, as in the cells loop.
+template <typename Row>
+__device__ __forceinline__ void stencil_rows(const int c[3], const float p[3], int wlo, int whi, Row &&row) {
+    const int n[3] = {NX, NY, NZ};
+    const bool per[3] = {PERX, PERY, PERZ};
+    const float cs[3] = {CSX, CSY, CSZ};
+    const int lo = max(-R, -c[RA]), hi = min(R, n[RA] - 1 - c[RA]);
+    // The outer axes: O0 and O1 in 3D, O0 in 2D (z has one cell there).
+    const int ua = O0, wa = DIM == 3 ? O1 : O2, wr = DIM == 3 ? R : 0;
+    for (int du = -R; du <= R; ++du) {
+        int cu;
+        if (!neighbour_axis(c[ua], du, n[ua], per[ua], cu) || !in_window(ua, cu, wlo, whi)) continue;
+        for (int dw = -wr; dw <= wr; ++dw) {
+            int cw;
+            if (!neighbour_axis(c[wa], dw, n[wa], per[wa], cw) || !in_window(wa, cw, wlo, whi)) continue;
+            int cc[3];
+            float b[3];
+            cc[ua] = cu, cc[wa] = cw, cc[RA] = c[RA] + lo;
+            b[ua] = p[ua] - (float)du * cs[ua];
+            b[wa] = p[wa] - (float)dw * cs[wa];
+            b[RA] = p[RA] - (float)lo * cs[RA];
+            const int k = cell_linear(cc[0], cc[1], cc[2], wlo);
+            row(k, k + (hi - lo), b);
+        }
+    }
+}
+
+// Calls visit(j, mid, b) for the particles of the cells k..kend in storage order, all of
+// them or (fluid_only) the fluid bins only; mid is the end of j's cell's fluid, b the
+// offset from the centre of j's cell (b[RA] steps by one cell). One loop for the row: a lane
+// moves to the next cell when j passes its cell's end.
+template <typename Visit>
+__device__ __forceinline__ void row_particles(const unsigned *__restrict__ cell_start, int k, int kend,
+                                              bool fluid_only, float b[3], Visit &&visit) {
+    const float step = RA == 0 ? CSX : RA == 1 ? CSY : CSZ;
+    unsigned j = cell_start[2 * k], mid = cell_start[2 * k + 1];
+    unsigned e = fluid_only ? mid : cell_start[2 * k + 2];
+    for (;;) {
+        if (j >= e) {
+            if (k == kend) break;
+            ++k;
+            b[RA] -= step;
+            // With every bin, the next cell starts where this one ended.
+            if (fluid_only) j = cell_start[2 * k];
+            mid = cell_start[2 * k + 1];
+            e = fluid_only ? mid : cell_start[2 * k + 2];
+            continue;
+        }
+        visit(j, mid, b);
+        ++j;
+    }
+}
+#endif
+
+// One candidate j of particle i's sum (b: i's offset from the centre of j's cell).
+__device__ __forceinline__ void force_candidate(unsigned j, unsigned mid, float bx, float by, float bz, bool fluid,
+                                                const PairParticle &pi, const float4 *__restrict__ pos,
+                                                const float4 *__restrict__ vel, const float4 *__restrict__ wall,
+                                                const float4 *__restrict__ mdbc, Accum &acc) {
+    const float4 pj4 = pos[j];
+    const float3 r = v3(bx - pj4.x, by - pj4.y, bz - pj4.z);
+    const float r2 = norm2(r);
+    if (r2 < SUPPORT2 && r2 > 0.0f) {
+        const float4 vj4 = vel[j];
+        PairParticle pj = {xyz(vj4), RHO0 * (1.0f + vj4.w), pressure_of(vj4.w), pj4.w};
+        if (fluid) {
+            const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#if VISC == 2 && !MDBC
+            const float4 wj = j < mid ? zero : wall[j];
+#else
+            const float4 wj = zero;
+#endif
+#if MDBC
+            const float4 mj = j < mid ? zero : mdbc[j];
+#else
+            const float4 mj = zero;
+#endif
+            fluid_pair(r, r2, pi, pj, j < mid, wj, mj, acc);
+        } else {
+            boundary_pair(r, r2, pi, pj, acc);
+        }
+    }
+}
+
 // The particles first..first+count only (a part of the owned range: the edges or the
 // inner particles); neighbours are any held particle in the window [wlo, whi), whose
 // pressures come from their densities here (no pressure buffer to fill beforehand).
@@ -292,6 +400,17 @@ extern "C" __global__ void __launch_bounds__(256, FORCES_MIN_BLOCKS) forces_kern
         // (an empty loop: force 0, density rate 0).
         // A buffer particle of an open boundary (kind 2) sums nothing either: its pass sets it.
         const bool sums = fluid || (!MDBC && info[i].y == 1u);
+#if TRAVERSAL == 1
+        if (sums) {
+            const int c[3] = {ci.x, ci.y, ci.z};
+            const float p[3] = {p4.x, p4.y, p4.z};
+            stencil_rows(c, p, wlo, whi, [&](int k, int kend, float b[3]) {
+                row_particles(cell_start, k, kend, !fluid, b, [&](unsigned j, unsigned mid, const float b[3]) {
+                    force_candidate(j, mid, b[0], b[1], b[2], fluid, pi, pos, vel, wall, mdbc, acc);
+                });
+            });
+        }
+#else
         const int zlo = DIM == 3 ? -R : 0, zhi = sums ? (DIM == 3 ? R : 0) : zlo - 1;
         for (int dz = zlo; dz <= zhi; ++dz) {
             int cz;
@@ -306,34 +425,12 @@ extern "C" __global__ void __launch_bounds__(256, FORCES_MIN_BLOCKS) forces_kern
                     const unsigned s = cell_start[2 * k], mid = cell_start[2 * k + 1];
                     const unsigned e = fluid ? cell_start[2 * k + 2] : mid;
                     const float bx = p4.x - (float)dx * CSX, by = p4.y - (float)dy * CSY, bz = p4.z - (float)dz * CSZ;
-                    for (unsigned j = s; j < e; ++j) {
-                        const float4 pj4 = pos[j];
-                        const float3 r = v3(bx - pj4.x, by - pj4.y, bz - pj4.z);
-                        const float r2 = norm2(r);
-                        if (r2 < SUPPORT2 && r2 > 0.0f) {
-                            const float4 vj4 = vel[j];
-                            PairParticle pj = {xyz(vj4), RHO0 * (1.0f + vj4.w), pressure_of(vj4.w), pj4.w};
-                            if (fluid) {
-                                const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-#if VISC == 2 && !MDBC
-                                const float4 wj = j < mid ? zero : wall[j];
-#else
-                                const float4 wj = zero;
-#endif
-#if MDBC
-                                const float4 mj = j < mid ? zero : mdbc[j];
-#else
-                                const float4 mj = zero;
-#endif
-                                fluid_pair(r, r2, pi, pj, j < mid, wj, mj, acc);
-                            } else {
-                                boundary_pair(r, r2, pi, pj, acc);
-                            }
-                        }
-                    }
+                    for (unsigned j = s; j < e; ++j)
+                        force_candidate(j, mid, bx, by, bz, fluid, pi, pos, vel, wall, mdbc, acc);
                 }
             }
         }
+#endif
         if (fluid) {
             float3 a = acc.acc + v3(GX, GY, GZ);
             force[i] = make_float4(a.x, a.y, a.z, acc.drho * INV_RHO0);
@@ -380,6 +477,24 @@ __device__ __forceinline__ void ghost_sums(float3 og, int4 c, int wlo, int whi, 
             s.a[row][k] = 0.0f;
             s.b[row][k] = 0.0f;
         }
+    // One fluid-bin particle j of the stencil, b the node's offset from j's cell centre.
+    auto candidate = [&](unsigned j, const float b[3]) {
+        if (FLUID_ONLY && info[j].y != 0u) return;
+        const float4 pj4 = pos[j];
+        const float3 r = v3(b[0] - pj4.x, b[1] - pj4.y, b[2] - pj4.z);
+        const float r2 = norm2(r);
+        if (r2 < SUPPORT2) {
+            const float q = sqrtf(r2);
+            const float4 vj4 = vel[j];
+            const float vol = pj4.w / (RHO0 * (1.0f + vj4.w));
+            ghost_add(s, r, KERNEL_W(q), r * KERNEL_F(q), vol, vj4.w, xyz(vj4));
+        }
+    };
+#if TRAVERSAL == 1
+    stencil_rows(cg, o, wlo, whi, [&](int k, int kend, float b[3]) {
+        row_particles(cell_start, k, kend, true, b, [&](unsigned j, unsigned, const float b[3]) { candidate(j, b); });
+    });
+#else
     const int zlo = DIM == 3 ? -R : 0, zhi = DIM == 3 ? R : 0;
     for (int dz = zlo; dz <= zhi; ++dz) {
         int cz;
@@ -392,22 +507,12 @@ __device__ __forceinline__ void ghost_sums(float3 og, int4 c, int wlo, int whi, 
                 if (!neighbour_axis(cg[0], dx, NX, PERX, cx) || !in_window(0, cx, wlo, whi)) continue;
                 const int k = cell_linear(cx, cy, cz, wlo);
                 const unsigned s0 = cell_start[2 * k], mid = cell_start[2 * k + 1];
-                const float bx = o[0] - (float)dx * CSX, by = o[1] - (float)dy * CSY, bz = o[2] - (float)dz * CSZ;
-                for (unsigned j = s0; j < mid; ++j) {
-                    if (FLUID_ONLY && info[j].y != 0u) continue;
-                    const float4 pj4 = pos[j];
-                    const float3 r = v3(bx - pj4.x, by - pj4.y, bz - pj4.z);
-                    const float r2 = norm2(r);
-                    if (r2 < SUPPORT2) {
-                        const float q = sqrtf(r2);
-                        const float4 vj4 = vel[j];
-                        const float vol = pj4.w / (RHO0 * (1.0f + vj4.w));
-                        ghost_add(s, r, KERNEL_W(q), r * KERNEL_F(q), vol, vj4.w, xyz(vj4));
-                    }
-                }
+                const float b[3] = {o[0] - (float)dx * CSX, o[1] - (float)dy * CSY, o[2] - (float)dz * CSZ};
+                for (unsigned j = s0; j < mid; ++j) candidate(j, b);
             }
         }
     }
+#endif
 }
 
 // ---- mDBC --------------------------------------------------------------------------

@@ -631,9 +631,10 @@ fn cmd_check(
                 let c = surge_cuda::compile::compile(&surge_cuda::compile::defines(&case, &grid), arch)
                     .map_err(|e| Failure(EXIT_RUN_FAILED, e))?;
                 println!(
-                    "kernels     {} for {arch} in {:.2} s",
+                    "kernels     {} for {arch} in {:.2} s; neighbour traversal {}",
                     if c.cached { "loaded from the cache" } else { "compiled with NVRTC" },
-                    t0.elapsed().as_secs_f64()
+                    t0.elapsed().as_secs_f64(),
+                    surge_cuda::compile::traversal_note(&case, &grid)
                 );
             }
             Err(e) if common.backend == BackendArg::Cuda => {

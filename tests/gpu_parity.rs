@@ -1,5 +1,5 @@
 //! CUDA against the CPU reference: every shipped config for the same number of steps on
-//! both backends, particles compared by id, gauges compared at the end. Needs an NVIDIA GPU:
+//! both backends (the GPU with each neighbour traversal, `[gpu] traversal`), particles compared by id, gauges compared at the end. Needs an NVIDIA GPU:
 //! scripts/gpu_check.sh runs it (`--ignored`).
 //!
 //! Tolerance (float32): the backends sum neighbours in different orders and the GPU fuses
@@ -30,8 +30,10 @@ fn cuda_matches_cpu_on_every_config() {
     if let Ok(only) = std::env::var("SURGE_PARITY_ONLY") {
         names.retain(|n| only.split(',').any(|o| o == n));
     }
-    for name in names {
-        let case = case(&name, &[]);
+    // Each config with each neighbour traversal of the GPU (the CPU's run is the same).
+    for (name, traversal) in names.iter().flat_map(|n| ["cells", "ranges"].map(|t| (n.clone(), t))) {
+        let case = case(&name, &[&format!("gpu.traversal={traversal}")]);
+        let name = format!("{name} {traversal}");
         let mut cpu = sim_on(&case, BackendChoice::Cpu, 0);
         let mut gpu = sim_on(&case, BackendChoice::Cuda, 0);
         for _ in 0..STEPS {
@@ -69,7 +71,7 @@ fn cuda_matches_cpu_on_every_config() {
             .map(|(k, (x, y))| (k, (x - y).abs() / (1.0 + scale(k))))
             .fold((0, 0.0), |w, (k, d)| if d > w.1 { (k, d) } else { w });
         println!(
-            "{name:<22} {:>7} particles, {STEPS} steps to t = {:.5}: |dx| {:.2e} dp, |dv| {:.2e} vmax, |drho| {:.2e} rho0, gauges {:.2e}{}",
+            "{name:<30} {:>7} particles, {STEPS} steps to t = {:.5}: |dx| {:.2e} dp, |dv| {:.2e} vmax, |drho| {:.2e} rho0, gauges {:.2e}{}",
             a.len(),
             cpu.time(),
             dx / case.dp,

@@ -317,6 +317,8 @@ pub struct Case {
     pub split: usize,
     /// Load balancing between devices.
     pub balance: Balance,
+    /// The CUDA backend's neighbour traversal (`[gpu] traversal`; no effect on the CPU).
+    pub traversal: crate::config::Traversal,
 }
 
 /// A posteriori load balancing settings.
@@ -1750,6 +1752,7 @@ impl Case {
             max_removed,
             split,
             balance: Balance { enabled: dc.balance, every: dc.balance_every, threshold: dc.balance_threshold },
+            traversal: f.gpu.traversal,
         };
         case.check_fill(file)?;
         Ok(case)
@@ -1880,6 +1883,7 @@ impl Case {
             max_removed: _,
             split: _,
             balance: _,
+            traversal: _,
         } = self;
         let mut hs = Fnv1a::new();
         let aabb = |hs: &mut Fnv1a, b: &Aabb| {
@@ -2039,6 +2043,7 @@ mod tests {
             "gauge.0.point=[0.2, 0.2]",
             "checkpoint.interval=0.5",
             "checkpoint.keep=5",
+            "gpu.traversal=cells",
         ] {
             assert_eq!(hash(&[same]), base, "--set {same} must not change the case hash");
         }

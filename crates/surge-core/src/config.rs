@@ -105,6 +105,46 @@ pub struct CaseFile {
     /// How the domain is cut between devices (`--devices`, `--workers`, MPI ranks).
     #[serde(default)]
     pub decomposition: DecompositionSpec,
+    /// GPU options (the CUDA backend's; the CPU ignores them).
+    #[serde(default)]
+    pub gpu: GpuSpec,
+}
+
+/// GPU options. Not part of the case's identity: a restart may change them.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GpuSpec {
+    /// How the neighbour loops walk the stencil's cells; default `auto`.
+    #[serde(default)]
+    pub traversal: Traversal,
+}
+
+/// The neighbour traversal of the CUDA force pass and ghost-node (mDBC) pass
+/// (docs/PERFORMANCE.md, "Neighbour traversals").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Traversal {
+    /// `ranges` in 3D, `cells` in 2D: what measured faster on an H100.
+    #[default]
+    Auto,
+    /// The stencil's cells one by one, in the CPU's order.
+    Cells,
+    /// A row of the stencil's cells along the key's fastest axis as one range of particles.
+    Ranges,
+}
+
+impl Traversal {
+    /// What `auto` stands for in a case of `dim` dimensions with `periodic` axes along the
+    /// fastest axis of the cell key, `fast_axis` (ranges need it walled: the row is cut at the
+    /// grid's edges).
+    pub fn resolve(self, dim: usize, fast_axis_periodic: bool) -> Traversal {
+        match self {
+            Traversal::Auto if dim == 3 && !fast_axis_periodic => Traversal::Ranges,
+            Traversal::Auto => Traversal::Cells,
+            Traversal::Ranges if fast_axis_periodic => Traversal::Cells,
+            t => t,
+        }
+    }
 }
 
 /// The split between devices. Not part of the case's identity: results do not depend on it

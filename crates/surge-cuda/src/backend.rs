@@ -5,7 +5,7 @@
 //! `surge-cpu`). Buffers are allocated with headroom, since the number of particles held
 //! changes at each rebuild (migration, copies), and grow when a rebuild needs more.
 
-use crate::compile::{arch_for, compile, defines};
+use crate::compile::{arch_for, compile, defines, traversal_note};
 use crate::ipc::{self, Exported, Imports, Shared, SharedEvent};
 use crate::peer::{self, EdgeBlock, RebuildBlock, Staging};
 use cudarc::driver::{
@@ -499,10 +499,11 @@ impl CudaBackend {
         let t0 = std::time::Instant::now();
         let compiled = compile(&defines(case, &whole), arch_for(gpu.compute_capability))?;
         let compile_note = format!(
-            "kernels for {} {} in {:.2} s",
+            "kernels for {} {} in {:.2} s, neighbour traversal {}",
             arch_for(gpu.compute_capability),
             if compiled.cached { "loaded from the cache" } else { "compiled by NVRTC" },
-            t0.elapsed().as_secs_f64()
+            t0.elapsed().as_secs_f64(),
+            traversal_note(case, &whole)
         );
         let module = ctx.load_module(compiled.ptx.into()).map_err(|e| fail("loading the kernels", e))?;
         let f = |name: &str| module.load_function(name).map_err(|e| fail(&format!("loading {name}"), e));

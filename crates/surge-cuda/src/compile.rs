@@ -7,7 +7,7 @@ use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use surge_core::case::{Boundary, Diffusion, Shifting, Viscosity};
-use surge_core::config::{KernelKind, Scheme};
+use surge_core::config::{KernelKind, Scheme, Traversal};
 use surge_core::grid::Grid;
 use surge_core::physics::constants::Constants;
 use surge_core::Case;
@@ -156,10 +156,34 @@ pub fn defines(case: &Case, grid: &Grid) -> BTreeMap<&'static str, String> {
     if let Some(b) = std::env::var("SURGE_CUDA_MDBC_MIN_BLOCKS").ok().filter(|v| v.parse::<u32>().is_ok()) {
         d.insert("MDBC_MIN_BLOCKS", b);
     }
+    let traversal = match traversal(case, grid) {
+        Traversal::Ranges => "1",
+        _ => "0",
+    };
+    d.insert("TRAVERSAL", traversal.into());
     for (k, v) in ["O0", "O1", "O2"].iter().zip(grid.order) {
         d.insert(k, v.to_string());
     }
     d
+}
+
+/// The neighbour traversal the kernels of `case` on `grid` use: `[gpu] traversal` with
+/// `auto` resolved (ranges run along the key's fastest axis, which must have walls).
+pub fn traversal(case: &Case, grid: &Grid) -> Traversal {
+    let fast = grid.order[if case.dim == 3 { 2 } else { 1 }];
+    case.traversal.resolve(case.dim, grid.periodic[fast])
+}
+
+/// [`traversal`] in words, with why it differs from `[gpu] traversal` where it does (the
+/// log of a run and `surge check` print it).
+pub fn traversal_note(case: &Case, grid: &Grid) -> String {
+    let t = traversal(case, grid);
+    let name = if t == Traversal::Ranges { "ranges" } else { "cells" };
+    match case.traversal {
+        Traversal::Auto => format!("{name} (auto: ranges in 3D, cells in 2D)"),
+        asked if asked != t => format!("{name} (ranges need walls along the cell key's fastest axis)"),
+        _ => name.to_string(),
+    }
 }
 
 /// FNV-1a, 64 bits: a stable hash for cache keys (not for security).
