@@ -27,7 +27,7 @@ check() { # name, command...
 bench() {
     local name=$1 devs=$2 dp=$3 bal=$4
     shift 4
-    "$bin/surge" bench --backend cuda --devices "$devs" --cases dam-break3d --steps "$steps" \
+    "$bin/surge" bench --backend cuda --devices "$devs" --cases dam-break3d --steps "$steps" --develop-to 0 \
         --set dp="$dp" --set decomposition.balance="$bal" --set decomposition.balance_every=20 "$@" \
         >"$logs/$name.log" 2>&1 || status+=("$name: FAILED")
     local row

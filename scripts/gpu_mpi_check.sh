@@ -56,7 +56,7 @@ same "2 ranks x 2 devices, host between ranks, vs 1 GPU" "$logs/one_gpu" "$logs/
 if [ "$ngpu" -lt 2 ] || [ "${SKIP_BENCH:-0}" = 1 ]; then
     echo; echo "=== summary"; printf '%s\n' "${status[@]}"; grep -h "halo exchanges" "$logs"/mpi_2x*.log; exit 0
 fi
-bench="bench --backend cuda --cases dam-break3d --steps $steps --set dp=0.00289"
+bench="bench --backend cuda --cases dam-break3d --steps $steps --develop-to 0 --set dp=0.00289"
 row() { # bench --json file -> one line
     python3 - "$1" 2>/dev/null <<'PY' || echo "no result (see the log)"
 import json, sys

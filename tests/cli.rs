@@ -426,6 +426,46 @@ fn bench_from_a_checkpoint() {
     assert!(other.last_error_line().contains("another case"), "{}", other.describe());
 }
 
+/// `surge bench --develop-to T` steps the flow to T once and caches its checkpoint; the next
+/// bench of the same case starts from it and times the same steps. Bad values are refused in
+/// one line.
+#[test]
+fn bench_develops_the_flow_once_and_caches_it() {
+    let tmp = TempDir::new("cli-bench_develop");
+    let cache = tmp.join("cache").display().to_string();
+    let c = root().join("configs/dam_break_2d.toml").display().to_string();
+    let bench = |extra: &[&str]| {
+        let args = [&["bench", "--backend", "cpu", "--case", &c, "--steps", "3", "--set", "dp=0.04"], extra].concat();
+        surge_with(&args, &[("SURGE_CACHE_DIR", &cache)])
+    };
+    let first = bench(&["--develop-to", "0.02"]);
+    first.assert_code(0);
+    assert!(
+        first.stderr.contains("stepped to t = 0.02 s") && first.stderr.contains("cached in"),
+        "{}",
+        first.describe()
+    );
+    let second = bench(&["--develop-to", "0.02"]);
+    second.assert_code(0);
+    assert!(second.stderr.contains("from the cached flow at t = 0.02 s"), "{}", second.describe());
+    let timed_steps = |o: &Out| {
+        let row =
+            o.stdout.lines().find(|l| l.starts_with("dam_break_2d")).unwrap_or_else(|| panic!("{}", o.describe()));
+        row.split_whitespace().nth(5).map(str::to_string)
+    };
+    assert_eq!(timed_steps(&first), Some("3".to_string()));
+    assert_eq!(timed_steps(&second), Some("3".to_string()));
+    for (extra, want) in [
+        (&["--develop-to", "-1"][..], "expected a time >= 0"),
+        (&["--develop-to", "99"], "ends at t ="),
+        (&["--develop-to", "0.02", "--from", "x.surge"], "one or the other"),
+    ] {
+        let out = bench(extra);
+        out.assert_code(2);
+        assert!(out.last_error_line().contains(want), "{extra:?}: {}", out.describe());
+    }
+}
+
 #[test]
 fn bad_overrides_fail_clearly() {
     let tmp = TempDir::new("cli-bad_overrides");

@@ -1,7 +1,9 @@
 //! Timing of whole steps on a case: what `surge bench` and `cargo bench` report.
 
+use crate::checkpoints::{self, find_restart, RestartFrom};
 use crate::simulation::StageTimes;
 use crate::Simulation;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 use surge_io::DeviceSummary;
 
@@ -162,4 +164,57 @@ pub fn bench(mut sim: Simulation, steps: u64) -> Result<BenchResult, crate::Step
     r.ms_per_step = r.ms_per_step();
     r.particle_steps_per_second = r.particle_steps_per_second();
     Ok(r)
+}
+
+/// Where [`develop`] keeps the checkpoint of `sim`'s case at `t`: `bench/NAME-HASH-tT/` in
+/// surge's cache (`$SURGE_CACHE_DIR`, `$XDG_CACHE_HOME/surge` or `~/.cache/surge`), keyed by
+/// the case's physics hash; `None` without a cache.
+pub fn develop_cache(sim: &Simulation, t: f64) -> Option<PathBuf> {
+    let case = sim.case();
+    let key = format!("{}-{:016x}-t{t}", case.name, case.physics_hash());
+    Some(surge_cuda::compile::cache_base()?.join("bench").join(key))
+}
+
+/// Bring `sim` (at t = 0) to the developed flow at time `t`, so that a benchmark times what a
+/// run spends its steps on, not the first steps at rest: from the checkpoint in `cache` when
+/// one of this case at `t` is there, else by stepping to `t` (untimed) and writing one there
+/// for the next time (one process only: ranks step every time). Returns how it got there,
+/// for the log. A cached checkpoint that cannot be read (another surge version) is replaced.
+pub fn develop(sim: &mut Simulation, t: f64, cache: Option<&Path>) -> Result<String, String> {
+    let single = sim.cluster().size() == 1;
+    if let Some(dir) = cache.filter(|_| single) {
+        if checkpoints::checkpoint_dir(dir).is_dir() {
+            match find_restart(dir, &RestartFrom::Latest, sim.case()) {
+                Ok(r) if r.checkpoint.header.time == t => {
+                    let state = r.step_state();
+                    sim.restore(state, r.checkpoint.particles)?;
+                    return Ok(format!("from the cached flow at t = {t} s ({})", r.path.display()));
+                }
+                Ok(_) => {}
+                Err(e) => tracing::warn!("the cached developed flow is not usable ({e}); stepping to t = {t} s again"),
+            }
+        }
+    }
+    let clock = Instant::now();
+    sim.advance_to(t).map_err(|e| e.to_string())?;
+    let stepped = format!(
+        "stepped to t = {t} s in {:.1} s ({} steps, untimed)",
+        clock.elapsed().as_secs_f64(),
+        sim.step_state().step
+    );
+    let Some(dir) = cache.filter(|_| single) else {
+        return Ok(stepped);
+    };
+    let mut particles = surge_core::buffers::ParticleState::default();
+    sim.export_particles(&mut particles).map_err(|e| e.to_string())?;
+    let slices: Vec<_> = sim.reports().iter().map(|r| (r.device, r.slice, r.particles)).collect();
+    let header = checkpoints::header(sim.case(), sim.step_state(), 0, 0.0, &particles, (0, 1), &slices)
+        .map_err(|e| e.to_string())?;
+    match checkpoints::write(&checkpoints::checkpoint_dir(dir), &header, &particles, 1) {
+        Ok(path) => Ok(format!("{stepped}; cached in {}", path.display())),
+        Err(e) => {
+            tracing::warn!("cannot cache the developed flow: {e}");
+            Ok(stepped)
+        }
+    }
 }

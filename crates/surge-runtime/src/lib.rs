@@ -16,7 +16,7 @@ mod simulation;
 pub mod team;
 pub mod worker;
 
-pub use bench::{bench, BenchResult, WARM_UP_STEPS};
+pub use bench::{bench, develop, develop_cache, BenchResult, WARM_UP_STEPS};
 pub use checkpoints::{checkpoint_dir, find_restart, Restart, RestartFrom};
 pub use device::{
     census_cut, cuda_unavailable, fill_layers, load, simulation, simulation_on, BackendChoice, Chosen, DeviceRequest,
