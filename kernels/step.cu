@@ -196,9 +196,12 @@ extern "C" __global__ void classify_kernel(int first, int count, int lo, int hi,
 // (table[k + 1] = start of bin k), then the scatter advances table[key + 1] as its cursor,
 // which leaves table[k] = start of bin k for every k, and table[bins] = the particles kept
 // (the dropped ones, key bins, follow up to table[bins + 1] = n).
-extern "C" __global__ void histogram_kernel(int n, const unsigned *key, unsigned *table) {
+// Count the keys of a counting sort (at key + 1: the scan makes the counts bin starts). A key
+// equal to `skip` is not counted, nor placed by scatter_kernel: the mDBC list's entries past
+// its end (a million such keys' atomics on one word took 0.5 ms at dp 0.01).
+extern "C" __global__ void histogram_kernel(int n, const unsigned *key, unsigned skip, unsigned *table) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) atomicAdd(&table[key[i] + 1u], 1u);
+    if (i < n && key[i] != skip) atomicAdd(&table[key[i] + 1u], 1u);
 }
 
 // Exclusive scan of len values in blocks of SCAN_BLOCK: out gets the in-block prefix,
@@ -226,10 +229,11 @@ extern "C" __global__ void scan_add_kernel(int len, unsigned *out, const unsigne
     if (i < len) out[i] += block_offsets[blockIdx.x];
 }
 
-// Place each particle in its bin (order within a bin fixed by order_bins_kernel).
-extern "C" __global__ void scatter_kernel(int n, const unsigned *key, unsigned *table, unsigned *perm) {
+// Place each particle in its bin (order within a bin fixed by order_bins_kernel), but those
+// whose key is `skip` (histogram_kernel).
+extern "C" __global__ void scatter_kernel(int n, const unsigned *key, unsigned skip, unsigned *table, unsigned *perm) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) perm[atomicAdd(&table[key[i] + 1u], 1u)] = (unsigned)i;
+    if (i < n && key[i] != skip) perm[atomicAdd(&table[key[i] + 1u], 1u)] = (unsigned)i;
 }
 
 // Sort each bin by global id (insertion sort; bins hold tens of particles), so the order,

@@ -49,6 +49,8 @@ pub(crate) fn skin_fraction() -> f64 {
         .unwrap_or(CUDA_SKIN_FRACTION)
 }
 
+/// The `skip` key of histogram_kernel and scatter_kernel that no key has (the particle sort).
+const NO_SKIP: u32 = u32::MAX;
 /// Threads per block of the particle kernels.
 const BLOCK: u32 = 256;
 /// Elements per block of the scan kernels (SCAN_BLOCK in step.cu).
@@ -1272,14 +1274,14 @@ impl CudaBackend {
         self.stream.memset_zeros(&mut self.cell_start).map_err(|e| fail("clearing the cell table", e))?;
         {
             let mut b = self.stream.launch_builder(&self.k.histogram);
-            b.arg(&n).arg(&self.key).arg(&mut self.cell_start);
+            b.arg(&n).arg(&self.key).arg(&NO_SKIP).arg(&mut self.cell_start);
             // SAFETY: argument types match histogram_kernel; keys are below bins.
             unsafe { b.launch(cfg(self.n)) }.map_err(|e| fail("histogram_kernel", e))?;
         }
         self.scan_counts()?;
         {
             let mut b = self.stream.launch_builder(&self.k.scatter);
-            b.arg(&n).arg(&self.key).arg(&mut self.cell_start).arg(&mut self.perm);
+            b.arg(&n).arg(&self.key).arg(&NO_SKIP).arg(&mut self.cell_start).arg(&mut self.perm);
             // SAFETY: argument types match scatter_kernel.
             unsafe { b.launch(cfg(self.n)) }.map_err(|e| fail("scatter_kernel", e))?;
             let bins = self.bins as i32;

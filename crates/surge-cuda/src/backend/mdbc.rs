@@ -29,7 +29,8 @@ impl CudaBackend {
         // Order the list by ghost cell: keys into `force` (free between the rebuild's gathers
         // and the next force pass), a counting sort of them into `perm` (free until the next
         // rebuild) through the mDBC table, as the rebuild sorts the particles. The entries
-        // past the list's end get the last key, so the first `listed` of `perm` are the list.
+        // past the list's end get the last key and are skipped, so the first `listed` of
+        // `perm` are the list.
         let CudaBackend { stream, k, pos, cell, wall, key, perm, force, mdbc_listed, mdbc_table, win, bins, .. } = self;
         let (Some(ghost_key), Some(wall), Some((table, scan))) = (k.mdbc_ghost_key.as_ref(), wall.as_ref(), mdbc_table)
         else {
@@ -45,13 +46,15 @@ impl CudaBackend {
         // keys; keys are at most bins (the table has bins + 2 values).
         unsafe { b.launch(cfg(range.len())) }.map_err(|e| fail("mdbc_ghost_key_kernel", e))?;
         stream.memset_zeros(table).map_err(|e| fail("clearing the mDBC table", e))?;
+        // The entries past the list's end (keys `dummy`: most of the range is fluid) are
+        // neither counted nor placed: `perm` past the list's length is never read.
         let mut b = stream.launch_builder(&k.histogram);
-        b.arg(&count).arg(&*force).arg(&mut *table);
+        b.arg(&count).arg(&*force).arg(&dummy).arg(&mut *table);
         // SAFETY: argument types match histogram_kernel; keys below bins + 1.
         unsafe { b.launch(cfg(range.len())) }.map_err(|e| fail("histogram_kernel (mDBC)", e))?;
         super::scan_table(stream, k, table, scan)?;
         let mut b = stream.launch_builder(&k.scatter);
-        b.arg(&count).arg(&*force).arg(&mut *table).arg(&mut *perm);
+        b.arg(&count).arg(&*force).arg(&dummy).arg(&mut *table).arg(&mut *perm);
         // SAFETY: argument types match scatter_kernel; perm holds cap >= count entries.
         unsafe { b.launch(cfg(range.len())) }.map_err(|e| fail("scatter_kernel (mDBC)", e))?;
         Ok(())
