@@ -872,6 +872,9 @@ fn cmd_bench(
             builtin.into_iter().map(parse).collect::<Result<_, _>>().map_err(bad)?
         }
     };
+    if let Some(case) = list.iter().find(|c| develop_to >= c.end_time && develop_to > 0.0) {
+        return Err(bad(format!("--develop-to {develop_to}: the case {} ends at t = {} s", case.name, case.end_time)));
+    }
     if from.is_some() && list.len() != 1 {
         return Err(bad("--from: a checkpoint is of one case: give --case FILE or one of --cases".into()));
     }
@@ -891,12 +894,6 @@ fn cmd_bench(
             let state = r.step_state();
             loaded.sim.restore(state, r.checkpoint.particles).map_err(|e| bad(format!("{}: {e}", path.display())))?;
         } else if develop_to > 0.0 {
-            if develop_to >= case.end_time {
-                return Err(bad(format!(
-                    "--develop-to {develop_to}: the case {} ends at t = {} s",
-                    case.name, case.end_time
-                )));
-            }
             let cache = surge_runtime::develop_cache(&loaded.sim, develop_to);
             let how = surge_runtime::develop(&mut loaded.sim, develop_to, cache.as_deref())
                 .map_err(|e| Failure(EXIT_RUN_FAILED, format!("developing the flow of {}: {e}", case.name)))?;
