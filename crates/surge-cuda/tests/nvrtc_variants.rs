@@ -1,6 +1,8 @@
 //! Every specialisation of the kernels compiles with NVRTC (no GPU needed): 2 kernels ×
 //! 2 viscosities × 3 density diffusions × 2 shiftings × 2 dimensions × (gamma 7 or not) ×
-//! 2 time schemes; and mDBC (no-slip, free slip) with each kernel, viscosity and dimension.
+//! 2 time schemes; and mDBC (no-slip, free slip) with each kernel, viscosity, dimension and
+//! neighbour traversal (`gpu.traversal`; the 2D base is periodic along the key's fastest
+//! axis, where `ranges` falls back to `cells`).
 //! NVRTC must be present where `CI` or `SURGE_REQUIRE_NVRTC` is set (CI installs the
 //! nvidia-cuda-nvrtc wheel); elsewhere the test says it skipped.
 
@@ -97,11 +99,14 @@ fn every_kernel_specialisation_compiles() {
     for base in [BASE_2D, BASE_3D] {
         for kernel in ["wendland_c2", "cubic_spline"] {
             for visc in [r#"{kind="artificial",alpha=0.02}"#, r#"{kind="laminar",nu=1e-6}"#] {
-                for slip in ["false", "true"] {
+                for (slip, traversal) in
+                    [("false", "cells"), ("false", "ranges"), ("true", "cells"), ("true", "ranges")]
+                {
                     let o: Vec<String> = [
                         format!("physics.kernel=\"{kernel}\""),
                         format!("physics.viscosity={visc}"),
                         format!("physics.boundary={{kind=\"mdbc\",slip={slip}}}"),
+                        format!("gpu.traversal=\"{traversal}\""),
                     ]
                     .into();
                     let case = Case::from_str(base, &o).unwrap_or_else(|e| panic!("{e}"));
@@ -117,5 +122,5 @@ fn every_kernel_specialisation_compiles() {
     }
     let _ = std::fs::remove_dir_all(&cache);
     println!("{count} specialisations compiled in {:.1} s", t0.elapsed().as_secs_f64());
-    assert_eq!(count, 192 + 16);
+    assert_eq!(count, 192 + 32);
 }
