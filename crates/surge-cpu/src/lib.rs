@@ -11,6 +11,7 @@ mod mdbc;
 mod open;
 mod sort;
 mod update;
+mod verlet;
 
 use rayon::prelude::*;
 use std::ops::Range;
@@ -178,8 +179,9 @@ impl CpuBackend {
     }
 
     fn run_forces(&mut self, range: Range<usize>, pressures: bool) -> ForceStats {
-        let CpuBackend { case, consts, grid, a, cell_start, search, pool, .. } = self;
-        pool.install(|| forces::forces(case, consts, grid, cell_start, a, search, range, pressures))
+        let CpuBackend { case, consts, grid, a, cell_start, search, pool, own, .. } = self;
+        let own = own.clone();
+        pool.install(|| forces::forces(case, consts, grid, cell_start, a, search, range, own, pressures))
     }
 }
 
@@ -220,6 +222,7 @@ impl Backend for CpuBackend {
 
     fn bytes_per_particle(&self) -> usize {
         bytes_per_particle(self.buffers, self.a.len(), self.grid.cell_count())
+            + self.search.list.bytes() / self.a.len().max(1)
     }
 
     fn grid(&self) -> &Grid {
@@ -233,6 +236,8 @@ impl Backend for CpuBackend {
         rekey: bool,
         out: &mut [ParticleState; 2],
     ) -> Result<(), Failure> {
+        // The particles move in storage (and the cell table changes): the Verlet list goes.
+        self.search.list.invalidate();
         let own = self.own.clone();
         let held = self.a.len();
         let mut leaving = Vec::new();
@@ -311,6 +316,7 @@ impl Backend for CpuBackend {
     }
 
     fn rebuild_end(&mut self, incoming: [ParticleState; 2]) -> Result<(), Failure> {
+        self.search.list.invalidate();
         let conserved = self.buffers.and(BufferSet::conserved());
         for mut part in incoming {
             if part.is_empty() {
@@ -460,6 +466,7 @@ impl Backend for CpuBackend {
         let mut a = ParticleArrays::with_buffers(n, self.buffers.without(BufferSet::conserved()));
         a.take_from(&mut state.into_arrays(), want);
         self.a = a;
+        self.search.list.invalidate();
         self.own = 0..n;
         self.edges = [0..0, 0..0];
         self.mdbc_range = 0..0;
