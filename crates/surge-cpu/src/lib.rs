@@ -195,6 +195,19 @@ pub fn bytes_per_particle(buffers: BufferSet, particles: usize, cells: usize) ->
         + 4 * (2 * cells + 1) / particles.max(1)
 }
 
+/// Memory of the CPU backend's Verlet neighbour list per particle, estimated for a case of
+/// `fluid` fluid particles out of `total` on `grid` (the figure [`bytes_per_particle`] leaves
+/// out): 4 bytes a candidate, a fluid particle listing those within `support + margin` (a
+/// ball of them at spacing dp), a DBC boundary particle at most half as many (fluid only),
+/// an mDBC one none, and half again for the vectors' growth.
+pub fn list_bytes_per_particle(case: &Case, grid: &Grid, fluid: u64, total: u64) -> usize {
+    let r = (grid.support + verlet::VerletList::MARGIN * grid.skin) / case.dp;
+    let ball = if case.dim == 3 { 4.0 / 3.0 * std::f64::consts::PI * r * r * r } else { std::f64::consts::PI * r * r };
+    let boundary = if case.boundary.is_mdbc() { 0.0 } else { 0.5 };
+    let entries = ball * (fluid as f64 + boundary * total.saturating_sub(fluid) as f64) / total.max(1) as f64;
+    (1.5 * 4.0 * entries) as usize + 4
+}
+
 fn max_stats(x: ForceStats, y: ForceStats) -> ForceStats {
     ForceStats { acc_max: x.acc_max.max(y.acc_max), visc_max: x.visc_max.max(y.visc_max) }
 }

@@ -68,7 +68,7 @@ impl VerletList {
     /// The margin over the support, as a fraction of the grid's skin: the runtime rebuilds
     /// before any particle moved half the skin, so a margin of the whole skin lasts until
     /// then; a thinner one lists fewer candidates but is built again between rebuilds.
-    pub(crate) const MARGIN: f64 = 1.0;
+    pub(crate) const MARGIN: f64 = 0.5;
 
     /// The bits of an entry for a stencil cell displaced by `d` (each in -1..=1).
     #[inline(always)]
