@@ -195,20 +195,27 @@ impl VerletList {
         if !self.listed.contains(&i) {
             return None;
         }
-        let b = i / BLOCK;
-        let start = if i % BLOCK == 0 { 0 } else { self.end[i - 1] as usize };
-        Some(&self.blocks[b][start..self.end[i] as usize])
+        Some(&self.blocks[i / BLOCK][self.start(i)..self.end[i] as usize])
+    }
+
+    /// The start of particle i's entries in its block.
+    #[inline(always)]
+    fn start(&self, i: usize) -> usize {
+        if i.is_multiple_of(BLOCK) {
+            0
+        } else {
+            self.end[i - 1] as usize
+        }
     }
 
     /// The entries of particle i and [`PAD`] more after them (those of the next particles or
     /// zeros), or None when i is not listed.
     #[inline(always)]
     pub(crate) fn padded(&self, i: usize) -> Option<&[u32]> {
-        let e = self.of(i)?;
-        let b = i / BLOCK;
-        let start = if i % BLOCK == 0 { 0 } else { self.end[i - 1] as usize };
-        debug_assert_eq!(e.len(), self.end[i] as usize - start);
-        Some(&self.blocks[b][start..self.end[i] as usize + PAD])
+        if !self.listed.contains(&i) {
+            return None;
+        }
+        Some(&self.blocks[i / BLOCK][self.start(i)..self.end[i] as usize + PAD])
     }
 }
 
