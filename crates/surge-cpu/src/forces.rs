@@ -12,17 +12,20 @@ use surge_core::physics::options::{BoundaryModel, DiffusionModel, ShiftingModel,
 use surge_core::physics::pair::{dispatch, Accum, PairParticle, Physics, WithPhysics};
 use surge_core::V3;
 
-/// Call `f(k, shift, s, mid, e)` for every cell k (linear index) in the stencil of `ci`
+use crate::verlet::{Lists, VerletList};
+
+/// Call `f(k, shift, d, s, mid, e)` for every cell k (linear index) in the stencil of `ci`
 /// (`grid.reach` cells each side), in stencil order: its particles are `s..e`, the fluid
 /// ones `s..mid` (`e = mid` when `fluid_only`), and `r_ij = (o_i - shift) - o_j` for each
-/// of them, `o` being offsets from the centres of the particles' cells.
+/// of them, `o` being offsets from the centres of the particles' cells, `shift = d * cell
+/// size` (`d` the cell's displacement from `ci`, unwrapped).
 #[inline(always)]
 fn for_each_stencil_cell<const DIM: usize>(
     grid: &Grid,
     cell_start: &[u32],
     ci: [i32; 4],
     fluid_only: bool,
-    mut f: impl FnMut(usize, V3, usize, usize, usize),
+    mut f: impl FnMut(usize, V3, [i32; 3], usize, usize, usize),
 ) {
     let cs = [grid.cell[0] as f32, grid.cell[1] as f32, grid.cell[2] as f32];
     let r = grid.reach;
@@ -35,7 +38,8 @@ fn for_each_stencil_cell<const DIM: usize>(
                 let (s, mid) = (cell_start[2 * k] as usize, cell_start[2 * k + 1] as usize);
                 let e = if fluid_only { mid } else { cell_start[2 * k + 2] as usize };
                 // x_i - x_j = (c_i - c_j) cs + o_i - o_j with c_j = c_i + d (unwrapped).
-                f(k, V3::new(dx as f32 * cs[0], dy as f32 * cs[1], dz as f32 * cs[2]), s, mid, e);
+                let shift = V3::new(dx as f32 * cs[0], dy as f32 * cs[1], dz as f32 * cs[2]);
+                f(k, shift, [dx, dy, dz], s, mid, e);
             }
         }
     }
@@ -55,7 +59,7 @@ pub(crate) fn for_each_neighbour_of<const DIM: usize>(
     fluid_only: bool,
     mut f: impl FnMut(usize, V3, f32, bool),
 ) {
-    for_each_stencil_cell::<DIM>(grid, cell_start, ci, fluid_only, |_, shift, s, mid, e| {
+    for_each_stencil_cell::<DIM>(grid, cell_start, ci, fluid_only, |_, shift, _, s, mid, e| {
         let base = oi - shift;
         for (j, pj) in pos.iter().enumerate().take(e).skip(s) {
             let r = base - V3::from4(*pj);
@@ -114,6 +118,9 @@ pub(crate) struct NeighbourSearch {
     boxes: Vec<[V3; 2]>,
     /// Take the scalar loops even where the AVX2 ones run (for tests).
     pub(crate) scalar: bool,
+    /// The Verlet list kept between rebuilds; the offsets and boxes above are then those of
+    /// its build.
+    pub(crate) list: VerletList,
 }
 
 impl NeighbourSearch {
@@ -154,10 +161,10 @@ impl NeighbourSearch {
     }
 }
 
-/// Bit k set when `0 < r2[k] < support2` (false for NaN).
+/// Bit k set when `0 < r2[k] < support2` (`r2[k] < support2` when `ZERO`; false for NaN).
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-fn inside_mask(r2: &[f32; LANES], support2: f32) -> u32 {
+fn inside_mask<const ZERO: bool>(r2: &[f32; LANES], support2: f32) -> u32 {
     use std::arch::x86_64::*;
     // LLVM builds this mask from the portable loop below with a dozen shuffles instead of
     // two compares and a move mask per 4 lanes.
@@ -166,19 +173,20 @@ fn inside_mask(r2: &[f32; LANES], support2: f32) -> u32 {
         let (s, zero) = (_mm_set1_ps(support2), _mm_setzero_ps());
         let four = |k: usize| {
             let v = _mm_set_ps(r2[k + 3], r2[k + 2], r2[k + 1], r2[k]);
-            _mm_movemask_ps(_mm_and_ps(_mm_cmplt_ps(v, s), _mm_cmpgt_ps(v, zero))) as u32
+            let below = _mm_cmplt_ps(v, s);
+            _mm_movemask_ps(if ZERO { below } else { _mm_and_ps(below, _mm_cmpgt_ps(v, zero)) }) as u32
         };
         four(0) | four(4) << 4
     }
 }
 
-/// Bit k set when `0 < r2[k] < support2` (false for NaN).
+/// Bit k set when `0 < r2[k] < support2` (`r2[k] < support2` when `ZERO`; false for NaN).
 #[cfg(not(target_arch = "x86_64"))]
 #[inline(always)]
-fn inside_mask(r2: &[f32; LANES], support2: f32) -> u32 {
+fn inside_mask<const ZERO: bool>(r2: &[f32; LANES], support2: f32) -> u32 {
     let mut hits = 0u32;
     for (k, &r2) in r2.iter().enumerate() {
-        hits |= ((r2 < support2) as u32 & (r2 > 0.0) as u32) << k;
+        hits |= ((r2 < support2) as u32 & (ZERO || r2 > 0.0) as u32) << k;
     }
     hits
 }
@@ -190,6 +198,8 @@ pub(crate) struct StencilCell {
     pub(crate) k: usize,
     /// Displacement from the centre cell, `d * cell size`: `r_ij = (o_i - shift) - o_j`.
     pub(crate) shift: V3,
+    /// The displacement's bits in a [`VerletList`] entry.
+    pub(crate) code: u32,
     /// First particle.
     pub(crate) s: usize,
     /// First boundary particle.
@@ -220,12 +230,13 @@ impl Stencil {
         self.centre = Some(ci);
         self.cells.clear();
         self.fluid.clear();
-        for_each_stencil_cell::<DIM>(grid, cell_start, ci, false, |k, shift, s, mid, e| {
+        for_each_stencil_cell::<DIM>(grid, cell_start, ci, false, |k, shift, d, s, mid, e| {
+            let code = VerletList::code(d);
             if s < e {
-                self.cells.push(StencilCell { k, shift, s, mid, e });
+                self.cells.push(StencilCell { k, shift, code, s, mid, e });
             }
             if s < mid {
-                self.fluid.push(StencilCell { k, shift, s, mid, e });
+                self.fluid.push(StencilCell { k, shift, code, s, mid, e });
             }
         });
     }
@@ -241,9 +252,10 @@ impl Stencil {
 /// box lies outside is skipped; the others are tested [`LANES`] candidates at a time from
 /// the offsets by axis, without a branch, and only the hits are listed. `r_ij` and `r²`
 /// are the same operations as in [`for_each_neighbour_of`], so the list holds the same
-/// bits.
+/// bits. With `ZERO` the test is `r_ij² < support2` (the Verlet list's build: a particle
+/// at i's very position now may move).
 #[inline(always)]
-fn gather_near(
+fn gather_near<const ZERO: bool>(
     stencil: &Stencil,
     search: &NeighbourSearch,
     oi: V3,
@@ -253,7 +265,7 @@ fn gather_near(
 ) -> usize {
     let [x, y, z] = &search.axes;
     let mut n = 0;
-    for &StencilCell { k, shift, s, mid, e } in if fluid_only { &stencil.fluid } else { &stencil.cells } {
+    for &StencilCell { k, shift, s, mid, e, .. } in if fluid_only { &stencil.fluid } else { &stencil.cells } {
         let e = if fluid_only { mid } else { e };
         let base = oi - shift;
         if s == e || search.least_r2(k, base) >= support2 {
@@ -266,7 +278,7 @@ fn gather_near(
             for k in 0..LANES {
                 r2[k] = V3::new(base.x - xs[k], base.y - ys[k], base.z - zs[k]).norm2();
             }
-            let hits = inside_mask(&r2, support2);
+            let hits = inside_mask::<ZERO>(&r2, support2);
             // Lanes past the cell's end (the next cell's particles, or the padding) are off.
             let mut hits = hits & u32::MAX >> (32 - (e - first).min(LANES));
             while hits != 0 {
@@ -310,6 +322,15 @@ thread_local! {
     static SCRATCH: std::cell::RefCell<(Stencil, NearList)> = std::cell::RefCell::default();
 }
 
+/// Call `f` with this thread's stencil (forgotten: the cell table may have changed since
+/// this thread's last use) and neighbour list.
+pub(crate) fn with_scratch<T>(f: impl FnOnce(&mut Stencil, &mut NearList) -> T) -> T {
+    SCRATCH.with_borrow_mut(|(stencil, near)| {
+        stencil.centre = None;
+        f(stencil, near)
+    })
+}
+
 struct Pass<'a> {
     consts: &'a Constants,
     grid: &'a Grid,
@@ -317,12 +338,15 @@ struct Pass<'a> {
     a: &'a mut ParticleArrays,
     search: &'a mut NeighbourSearch,
     range: Range<usize>,
+    listed: Range<usize>,
     pressures: bool,
 }
 
-/// Forces of the particles `range`, after computing every particle's pressure and copying
-/// the offsets by axis and the cells' boxes when `pressures` (the first part of a pass); returns the largest
-/// values for the time step.
+/// Forces of the particles `range` (within `listed`, the particles whose forces the pass
+/// computes), after computing every particle's pressure and making sure of the neighbour
+/// search when `pressures` (the first part of a pass): the Verlet list of `listed` built
+/// again unless it is still complete, or else the offsets by axis and the cells' boxes
+/// copied. Returns the largest values for the time step.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn forces(
     case: &Case,
@@ -332,9 +356,10 @@ pub(crate) fn forces(
     a: &mut ParticleArrays,
     search: &mut NeighbourSearch,
     range: Range<usize>,
+    listed: Range<usize>,
     pressures: bool,
 ) -> ForceStats {
-    dispatch(case, consts, Pass { consts, grid, cell_start, a, search, range, pressures })
+    dispatch(case, consts, Pass { consts, grid, cell_start, a, search, range, listed, pressures })
 }
 
 impl WithPhysics for Pass<'_> {
@@ -351,13 +376,54 @@ impl WithPhysics for Pass<'_> {
         self,
         ph: Physics<K, V, D, S, B, DIM>,
     ) -> ForceStats {
-        let Pass { consts: eos, grid, cell_start, a, search, range, pressures } = self;
+        let Pass { consts: eos, grid, cell_start, a, search, range, listed, pressures } = self;
         let g = eos.g;
+        // What a particle lists: the neighbours its pass below walks.
+        let what = |info: &[[u32; 2]], i: usize| {
+            if info[i][1] == Kind::Fluid as u32 {
+                Lists::All
+            } else if B::MDBC || info[i][1] == Kind::Buffer as u32 {
+                Lists::Nothing
+            } else {
+                Lists::Fluid
+            }
+        };
+        let n_all = a.len();
+        let use_list = search.list.usable(n_all, grid.reach, grid.skin, grid.support);
         if pressures {
             a.press.par_iter_mut().zip(a.vel.par_iter()).for_each(|(p, v)| *p = eos.pressure(v[3]));
-            search.refresh(&a.pos, cell_start);
+            if !(use_list && search.list.valid(n_all, &listed, &a.pos, search)) {
+                search.refresh(&a.pos, cell_start);
+                let mut list = std::mem::take(&mut search.list);
+                if use_list {
+                    let (pos, cell, info) = (&a.pos, &a.cell, &a.info);
+                    let search = &*search;
+                    #[cfg(target_arch = "x86_64")]
+                    let avx2 = !search.scalar && crate::lanes::avx2();
+                    // The candidates of particle i (`r² < r2`, i itself too) into `near`,
+                    // after making `stencil` the stencil of its cell.
+                    let candidates = |i: usize, fluid_only, r2, stencil: &mut Stencil, near: &mut NearList| {
+                        stencil.around::<DIM>(grid, cell_start, cell[i]);
+                        let oi = V3::from4(pos[i]);
+                        #[cfg(target_arch = "x86_64")]
+                        if avx2 {
+                            // SAFETY: AVX2 was detected; `search` was refreshed from these positions.
+                            return unsafe {
+                                crate::lanes::gather_near::<true>(stencil, search, oi, fluid_only, r2, near)
+                            };
+                        }
+                        gather_near::<true>(stencil, search, oi, fluid_only, r2, near)
+                    };
+                    list.build(n_all, listed.clone(), grid.support, grid.skin, |i| what(info, i), candidates);
+                } else {
+                    list.invalidate();
+                }
+                search.list = list;
+            }
         }
         let search = &*search;
+        let list = use_list.then_some(&search.list);
+        let cs = [grid.cell[0] as f32, grid.cell[1] as f32, grid.cell[2] as f32];
         let first = range.start;
         let ParticleArrays { pos, vel, cell, info, press, force, wall, shift, mdbc, .. } = a;
         let (pos, vel, cell, info, press, wall, mdbc) = (&*pos, &*vel, &*cell, &*info, &*press, &*wall, &*mdbc);
@@ -382,14 +448,24 @@ impl WithPhysics for Pass<'_> {
         let pair_j = crate::lanes::PairJ { pos, vel, press, rho0: eos.rho0 };
         // The neighbours of particle i into `near` (fluid ones only when `fluid_only`).
         let gather = |i: usize, fluid_only: bool, (stencil, near): &mut (Stencil, NearList)| -> usize {
-            stencil.around::<DIM>(grid, cell_start, cell[i]);
             let oi = V3::from4(pos[i]);
+            if let Some(list) = list {
+                #[cfg(target_arch = "x86_64")]
+                if avx2 {
+                    // SAFETY: AVX2 was detected; the list's indices index the positions.
+                    let entries = list.padded(i).expect("the Verlet list holds every particle of the pass");
+                    return unsafe { crate::lanes::filter_near(entries, pos, oi, cs, support2, near) };
+                }
+                let entries = list.of(i).expect("the Verlet list holds every particle of the pass");
+                return crate::verlet::filter_near(entries, pos, oi, cs, support2, near);
+            }
+            stencil.around::<DIM>(grid, cell_start, cell[i]);
             #[cfg(target_arch = "x86_64")]
             if avx2 {
                 // SAFETY: AVX2 was detected; `search` was refreshed from these positions.
-                return unsafe { crate::lanes::gather_near(stencil, search, oi, fluid_only, support2, near) };
+                return unsafe { crate::lanes::gather_near::<false>(stencil, search, oi, fluid_only, support2, near) };
             }
-            gather_near(stencil, search, oi, fluid_only, support2, near)
+            gather_near::<false>(stencil, search, oi, fluid_only, support2, near)
         };
         // Particle i with its list of neighbours: its force value, its sums, and |a_i| (0 for
         // boundary particles).
@@ -507,6 +583,85 @@ mod tests {
         }
         let c = surge_core::physics::constants::Constants::of(case);
         dispatch(case, &c, Probe(&c))
+    }
+
+    /// The Verlet list kept between rebuilds gives the stencil search's forces, shifting
+    /// sums, time-step values and states bit for bit, over 200 steps of water thrown at walls
+    /// and an obstacle with a rebuild (re-key and sort) every 25 steps and the list built
+    /// again between them as particles move: 2D and 3D, with diffusion and shifting, DBC
+    /// pairs on lanes and a formula set on scalar pairs. Two threads with the list against
+    /// one without, so the list's blocks do not follow the threads.
+    #[test]
+    fn verlet_list_equals_the_stencil_search() {
+        let d2 = r#"
+            dp = 0.02
+            time = { end = 1.0 }
+            domain = { min = [-0.1, -0.1], max = [1.1, 1.5], on_exit = "remove" }
+            physics = { body_force = [0.0, -9.81] }
+            initial_velocity = { kind = "constant", value = [3.0, -1.0] }
+            fluid = [{ min = [0.0, 0.0], max = [0.6, 0.4] }]
+            wall = [{ min = [0.0, 0.0], max = [1.0, 1.0], faces = ["x-", "x+", "y-"] }]
+            obstacle = [{ min = [0.7, 0.0], max = [0.8, 0.2] }]
+        "#;
+        let d3 = r#"
+            dp = 0.04
+            time = { end = 1.0 }
+            domain = { min = [-0.2, -0.2, -0.2], max = [1.0, 0.8, 1.0], on_exit = "remove" }
+            physics = { body_force = [0.0, 0.0, -9.81] }
+            initial_velocity = { kind = "constant", value = [3.0, 0.5, -1.0] }
+            fluid = [{ min = [0.0, 0.0, 0.0], max = [0.4, 0.4, 0.3] }]
+            wall = [{ min = [0.0, 0.0, 0.0], max = [0.8, 0.6, 0.6], faces = ["x-", "x+", "y-", "y+", "z-"] }]
+            obstacle = [{ min = [0.5, 0.2, 0.0], max = [0.6, 0.3, 0.2] }]
+        "#;
+        let diffusion = r#"physics.density_diffusion={kind="molteni_colagrossi", delta=0.1}"#;
+        let shifting = r#"physics.shifting={kind="lind", coefficient=10.0}"#;
+        let laminar = r#"physics.viscosity={kind="laminar", nu=1e-3}"#;
+        let variants: [(&str, &[&str]); 4] =
+            [(d2, &[diffusion, shifting]), (d2, &[laminar]), (d3, &[diffusion]), (d3, &[shifting])];
+        for (text, sets) in variants {
+            let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+            let case = Case::from_str(text, &sets).unwrap_or_else(|e| panic!("{e}"));
+            let filled = fill(&case);
+            let mut be = [CpuBackend::new(&case, &filled, 2).unwrap(), CpuBackend::new(&case, &filled, 1).unwrap()];
+            be[1].search.list.off = true;
+            for step in 0..200 {
+                if step % 25 == 24 {
+                    for b in &mut be {
+                        let map = b.map.clone();
+                        b.solo_rebuild(&map, true).unwrap();
+                        // Sorted: the list goes (the displacement check is the second guard).
+                        assert!(!b.search.list.is_built());
+                    }
+                }
+                for b in &mut be {
+                    b.forces(Part::Edges).unwrap();
+                    b.forces(Part::Inner).unwrap();
+                }
+                let (x, y) = (be[0].arrays(), be[1].arrays());
+                let first_difference = |u: &[[f32; 4]], v: &[[f32; 4]]| {
+                    assert_eq!(u.len(), v.len());
+                    u.iter()
+                        .zip(v)
+                        .position(|(a, b)| a.map(f32::to_bits) != b.map(f32::to_bits))
+                        .map(|i| (i, u[i], v[i]))
+                };
+                assert_eq!(first_difference(&x.force, &y.force), None, "{sets:?}: forces of step {step}");
+                assert_eq!(first_difference(&x.shift, &y.shift), None, "{sets:?}: shifting sums of step {step}");
+                let (s, t) = (be[0].force_stats().unwrap(), be[1].force_stats().unwrap());
+                assert_eq!((s.acc_max.to_bits(), s.visc_max.to_bits()), (t.acc_max.to_bits(), t.visc_max.to_bits()));
+                for b in &mut be {
+                    b.update(Update::VerletEuler, 2e-4).unwrap();
+                }
+                let (x, y) = (be[0].arrays(), be[1].arrays());
+                assert_eq!(first_difference(&x.pos, &y.pos), None, "{sets:?}: positions after step {step}");
+                assert_eq!(first_difference(&x.vel, &y.vel), None, "{sets:?}: velocities after step {step}");
+            }
+            // Built after each of the 8 rebuilds, and again between them.
+            let builds = be[0].search.list.builds;
+            assert!(builds > 9, "{sets:?}: {builds} builds");
+            assert_eq!(be[1].search.list.builds, 0);
+            eprintln!("{sets:?}: {builds} builds of the list, {} bytes a particle", be[0].bytes_per_particle());
+        }
     }
 
     /// The AVX2 loops (neighbour lists and pair formulas) give the scalar loops' forces,

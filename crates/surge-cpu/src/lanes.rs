@@ -10,6 +10,7 @@
 //! at a time.
 
 use crate::forces::{NearList, NeighbourSearch, Stencil, StencilCell, LANES};
+use crate::verlet::VerletList;
 use std::arch::x86_64::*;
 use surge_core::physics::constants::Constants;
 use surge_core::physics::kernel::SmoothingKernel;
@@ -50,7 +51,7 @@ static COMPRESS: [[u32; 8]; 256] = {
 /// The processor must have AVX2 and POPCNT ([`avx2`]); `search` must be refreshed from the positions
 /// the stencil's cells index (its axes hold [`LANES`] entries past the last particle).
 #[target_feature(enable = "avx2,popcnt")]
-pub(crate) unsafe fn gather_near(
+pub(crate) unsafe fn gather_near<const ZERO: bool>(
     stencil: &Stencil,
     search: &NeighbourSearch,
     oi: V3,
@@ -64,7 +65,7 @@ pub(crate) unsafe fn gather_near(
     let boundary = _mm256_set1_epi32(NearList::BOUNDARY as i32);
     let eight = _mm256_set1_epi32(LANES as i32);
     let mut n = 0;
-    for &StencilCell { k, shift, s, mid, e } in if fluid_only { &stencil.fluid } else { &stencil.cells } {
+    for &StencilCell { k, shift, s, mid, e, .. } in if fluid_only { &stencil.fluid } else { &stencil.cells } {
         let e = if fluid_only { mid } else { e };
         let base = oi - shift;
         if s == e || search.least_r2(k, base) >= support2 {
@@ -92,7 +93,8 @@ pub(crate) unsafe fn gather_near(
                 let (rx, ry, rz) = (_mm256_sub_ps(bx, xs), _mm256_sub_ps(by, ys), _mm256_sub_ps(bz, zs));
                 let r2 =
                     _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(rx, rx), _mm256_mul_ps(ry, ry)), _mm256_mul_ps(rz, rz));
-                let inside = _mm256_and_ps(_mm256_cmp_ps::<_CMP_LT_OQ>(r2, s2), _mm256_cmp_ps::<_CMP_GT_OQ>(r2, zero));
+                let below = _mm256_cmp_ps::<_CMP_LT_OQ>(r2, s2);
+                let inside = if ZERO { below } else { _mm256_and_ps(below, _mm256_cmp_ps::<_CMP_GT_OQ>(r2, zero)) };
                 let hits = _mm256_movemask_ps(inside) as u32 & $lanes;
                 // SAFETY: COMPRESS rows are 32 bytes; the list holds at least
                 // n + (e - s) + LANES entries and n + (first - s) + LANES <= that.
@@ -120,6 +122,88 @@ pub(crate) unsafe fn gather_near(
             // Lanes past the cell's end (the next cell's particles, or the padding) are off.
             group!(full, (1u32 << (e - full)) - 1);
         }
+    }
+    n
+}
+
+/// `verlet::filter_near` over AVX2 lanes: the same list, in the same order, with the same
+/// bits. `entries` are the particle's entries and `verlet::PAD` more after them. Each lane
+/// finds its stencil cell's shift from the entry's bits by a permutation of a table of the
+/// three shifts (`d * cell` for d = -1, 0, 1), loads its candidate's position, and the hits
+/// are packed by a permutation and stored at once, as in [`gather_near`].
+///
+/// # Safety
+/// The processor must have AVX2 and POPCNT ([`avx2`]); every entry's index (those of the
+/// padding too) indexes `pos`.
+#[target_feature(enable = "avx2,popcnt")]
+pub(crate) unsafe fn filter_near(
+    entries: &[u32],
+    pos: &[[f32; 4]],
+    oi: V3,
+    cell: [f32; 3],
+    support2: f32,
+    near: &mut NearList,
+) -> usize {
+    let count = entries.len() - crate::verlet::PAD;
+    near.reserve(count + LANES);
+    let (s2, zero) = (_mm256_set1_ps(support2), _mm256_setzero_ps());
+    // `(d as f32) * cell` for the two bits d + 1 (as `verlet::filter_near`), twice.
+    let table = |c: f32| {
+        let v = |d: i32| d as f32 * c;
+        _mm256_setr_ps(v(-1), v(0), v(1), v(2), v(-1), v(0), v(1), v(2))
+    };
+    let (tx, ty, tz) = (table(cell[0]), table(cell[1]), table(cell[2]));
+    let (ox, oy, oz) = (_mm256_set1_ps(oi.x), _mm256_set1_ps(oi.y), _mm256_set1_ps(oi.z));
+    let keep = _mm256_set1_epi32((VerletList::INDEX | NearList::BOUNDARY) as i32);
+    let ep = entries.as_ptr();
+    let mut n = 0;
+    let mut b = 0;
+    while b < count {
+        // SAFETY: b < count, and PAD >= LANES entries follow the last one; their indices
+        // index `pos` (the caller's guarantee).
+        unsafe {
+            let e = _mm256_loadu_si256(ep.add(b) as *const __m256i);
+            let bits = VerletList::INDEX_BITS as i32;
+            let sx = _mm256_permutevar8x32_ps(tx, _mm256_srl_epi32(e, _mm_cvtsi32_si128(bits)));
+            let sy = _mm256_permutevar8x32_ps(ty, _mm256_srl_epi32(e, _mm_cvtsi32_si128(bits + 2)));
+            let sz = _mm256_permutevar8x32_ps(tz, _mm256_srl_epi32(e, _mm_cvtsi32_si128(bits + 4)));
+            let (bx, by, bz) = (_mm256_sub_ps(ox, sx), _mm256_sub_ps(oy, sy), _mm256_sub_ps(oz, sz));
+            macro_rules! p {
+                ($k:expr) => {
+                    _mm_loadu_ps(pos.get_unchecked((*ep.add(b + $k) & VerletList::INDEX) as usize).as_ptr())
+                };
+            }
+            // Positions (x, y, z, m) of eight candidates, transposed by halves.
+            let a0 = _mm256_insertf128_ps::<1>(_mm256_castps128_ps256(p!(0)), p!(4));
+            let a1 = _mm256_insertf128_ps::<1>(_mm256_castps128_ps256(p!(1)), p!(5));
+            let a2 = _mm256_insertf128_ps::<1>(_mm256_castps128_ps256(p!(2)), p!(6));
+            let a3 = _mm256_insertf128_ps::<1>(_mm256_castps128_ps256(p!(3)), p!(7));
+            let (t0, t1) = (_mm256_unpacklo_ps(a0, a1), _mm256_unpackhi_ps(a0, a1));
+            let (t2, t3) = (_mm256_unpacklo_ps(a2, a3), _mm256_unpackhi_ps(a2, a3));
+            let xj = _mm256_shuffle_ps::<0x44>(t0, t2);
+            let yj = _mm256_shuffle_ps::<0xEE>(t0, t2);
+            let zj = _mm256_shuffle_ps::<0x44>(t1, t3);
+            let (rx, ry, rz) = (_mm256_sub_ps(bx, xj), _mm256_sub_ps(by, yj), _mm256_sub_ps(bz, zj));
+            let r2 = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(rx, rx), _mm256_mul_ps(ry, ry)), _mm256_mul_ps(rz, rz));
+            let inside = _mm256_and_ps(_mm256_cmp_ps::<_CMP_LT_OQ>(r2, s2), _mm256_cmp_ps::<_CMP_GT_OQ>(r2, zero));
+            let mut hits = _mm256_movemask_ps(inside) as u32;
+            if count - b < LANES {
+                // Lanes past the particle's entries (the next particle's, or the padding) are off.
+                hits &= (1u32 << (count - b)) - 1;
+            }
+            // The list holds at least count + LANES entries and n <= b.
+            let perm = _mm256_loadu_si256(COMPRESS[hits as usize].as_ptr() as *const __m256i);
+            _mm256_storeu_ps(near.x.as_mut_ptr().add(n), _mm256_permutevar8x32_ps(rx, perm));
+            _mm256_storeu_ps(near.y.as_mut_ptr().add(n), _mm256_permutevar8x32_ps(ry, perm));
+            _mm256_storeu_ps(near.z.as_mut_ptr().add(n), _mm256_permutevar8x32_ps(rz, perm));
+            _mm256_storeu_ps(near.r2.as_mut_ptr().add(n), _mm256_permutevar8x32_ps(r2, perm));
+            _mm256_storeu_si256(
+                near.j.as_mut_ptr().add(n) as *mut __m256i,
+                _mm256_permutevar8x32_epi32(_mm256_and_si256(e, keep), perm),
+            );
+            n += hits.count_ones() as usize;
+        }
+        b += LANES;
     }
     n
 }

@@ -11,6 +11,7 @@ mod mdbc;
 mod open;
 mod sort;
 mod update;
+mod verlet;
 
 use rayon::prelude::*;
 use std::ops::Range;
@@ -178,8 +179,9 @@ impl CpuBackend {
     }
 
     fn run_forces(&mut self, range: Range<usize>, pressures: bool) -> ForceStats {
-        let CpuBackend { case, consts, grid, a, cell_start, search, pool, .. } = self;
-        pool.install(|| forces::forces(case, consts, grid, cell_start, a, search, range, pressures))
+        let CpuBackend { case, consts, grid, a, cell_start, search, pool, own, .. } = self;
+        let own = own.clone();
+        pool.install(|| forces::forces(case, consts, grid, cell_start, a, search, range, own, pressures))
     }
 }
 
@@ -191,6 +193,19 @@ pub fn bytes_per_particle(buffers: BufferSet, particles: usize, cells: usize) ->
         + buffers.and(BufferSet::conserved()).bytes_per_particle()
         + forces::NeighbourSearch::BYTES_PER_PARTICLE
         + 4 * (2 * cells + 1) / particles.max(1)
+}
+
+/// Memory of the CPU backend's Verlet neighbour list per particle, estimated for a case of
+/// `fluid` fluid particles out of `total` on `grid` (the figure [`bytes_per_particle`] leaves
+/// out): 4 bytes a candidate, a fluid particle listing those within `support + margin` (a
+/// ball of them at spacing dp), a DBC boundary particle at most half as many (fluid only),
+/// an mDBC one none, and half again for the vectors' growth.
+pub fn list_bytes_per_particle(case: &Case, grid: &Grid, fluid: u64, total: u64) -> usize {
+    let r = (grid.support + verlet::VerletList::MARGIN * grid.skin) / case.dp;
+    let ball = if case.dim == 3 { 4.0 / 3.0 * std::f64::consts::PI * r * r * r } else { std::f64::consts::PI * r * r };
+    let boundary = if case.boundary.is_mdbc() { 0.0 } else { 0.5 };
+    let entries = ball * (fluid as f64 + boundary * total.saturating_sub(fluid) as f64) / total.max(1) as f64;
+    (1.5 * 4.0 * entries) as usize + 4
 }
 
 fn max_stats(x: ForceStats, y: ForceStats) -> ForceStats {
@@ -220,6 +235,7 @@ impl Backend for CpuBackend {
 
     fn bytes_per_particle(&self) -> usize {
         bytes_per_particle(self.buffers, self.a.len(), self.grid.cell_count())
+            + self.search.list.bytes() / self.a.len().max(1)
     }
 
     fn grid(&self) -> &Grid {
@@ -233,6 +249,8 @@ impl Backend for CpuBackend {
         rekey: bool,
         out: &mut [ParticleState; 2],
     ) -> Result<(), Failure> {
+        // The particles move in storage (and the cell table changes): the Verlet list goes.
+        self.search.list.invalidate();
         let own = self.own.clone();
         let held = self.a.len();
         let mut leaving = Vec::new();
@@ -311,6 +329,7 @@ impl Backend for CpuBackend {
     }
 
     fn rebuild_end(&mut self, incoming: [ParticleState; 2]) -> Result<(), Failure> {
+        self.search.list.invalidate();
         let conserved = self.buffers.and(BufferSet::conserved());
         for mut part in incoming {
             if part.is_empty() {
@@ -460,6 +479,7 @@ impl Backend for CpuBackend {
         let mut a = ParticleArrays::with_buffers(n, self.buffers.without(BufferSet::conserved()));
         a.take_from(&mut state.into_arrays(), want);
         self.a = a;
+        self.search.list.invalidate();
         self.own = 0..n;
         self.edges = [0..0, 0..0];
         self.mdbc_range = 0..0;

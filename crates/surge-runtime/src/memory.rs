@@ -6,7 +6,8 @@
 //! ranks only its share of it ([`surge_core::geometry::fill_slab`]), cuts that into its
 //! devices' shares (one more copy when there are several), and loads each device: on the CPU every
 //! buffer, the sort's second copy of the conserved ones and the cell table
-//! ([`surge_cpu::bytes_per_particle`]); for a GPU the upload staging and the pinned host
+//! ([`surge_cpu::bytes_per_particle`]) and the Verlet neighbour list
+//! ([`surge_cpu::list_bytes_per_particle`]); for a GPU the upload staging and the pinned host
 //! buffers, about twice the GPU's own figure ([`surge_cuda::bytes_per_particle`]). Measured
 //! peak resident memory of `surge run --backend cpu` on the 3D dam break (0.08 to 0.73 M
 //! particles): 230 bytes a particle over a fixed 16 MB, against 245 + 16 MB estimated; of
@@ -53,6 +54,7 @@ pub fn host_needed(case: &Case, gpu: bool, devices: usize, share: f64) -> Result
         2 * surge_cuda::bytes_per_particle(set, n as usize, grid.cell_count())
     } else {
         surge_cpu::bytes_per_particle(set, n as usize, grid.cell_count())
+            + surge_cpu::list_bytes_per_particle(case, &grid, counts(case).fluid, n)
     } as f64;
     // A rank of several fills its share only (about `share`: the first cut balances work,
     // not particles); one process fills the whole case.
