@@ -275,7 +275,7 @@ extern "C" __global__ void gather8_kernel(int n, const unsigned *perm, const uin
 #define FORCES_MIN_BLOCKS 6
 #endif
 
-// The neighbour traversal ([gpu] traversal; docs/PERFORMANCE.md, "Traversals"):
+// The neighbour traversal ([gpu] traversal; docs/PERFORMANCE.md, "Neighbour traversals"):
 //   0 cells: the stencil's cells one by one, in stencil order (z, y, x) then storage order,
 //     as the CPU sums;
 //   1 ranges: the cells of a stencil row along the key's fastest axis RA are consecutive in
@@ -305,6 +305,7 @@ __device__ __forceinline__ void stencil_rows(const int c[3], const float p[3], i
     const bool per[3] = {PERX, PERY, PERZ};
     const float cs[3] = {CSX, CSY, CSZ};
     const int lo = max(-R, -c[RA]), hi = min(R, n[RA] - 1 - c[RA]);
+    if (hi < lo) return;  // a cell more than R cells outside the grid: no row reaches into it
     // The outer axes: O0 and O1 in 3D, O0 in 2D (z has one cell there).
     const int ua = O0, wa = DIM == 3 ? O1 : O2, wr = DIM == 3 ? R : 0;
     for (int du = -R; du <= R; ++du) {
