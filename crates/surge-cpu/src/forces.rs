@@ -554,12 +554,29 @@ impl WithPhysics for Pass<'_> {
 #[cfg(test)]
 mod tests {
     use crate::CpuBackend;
-    use surge_core::backend::{Backend, Part, Update};
+    use surge_core::backend::{Backend, ForceStats, Part, Update};
     use surge_core::geometry::fill;
     use surge_core::Case;
 
     /// Whether the AVX2 pair loops implement the case's formula set.
     #[cfg(target_arch = "x86_64")]
+    /// The first particle whose values differ in any bit, with both values.
+    fn first_difference(u: &[[f32; 4]], v: &[[f32; 4]]) -> Option<(usize, [f32; 4], [f32; 4])> {
+        assert_eq!(u.len(), v.len());
+        u.iter().zip(v).position(|(a, b)| a.map(f32::to_bits) != b.map(f32::to_bits)).map(|i| (i, u[i], v[i]))
+    }
+
+    /// Asserts that the two backends' last force passes gave the same bits: forces, shifting
+    /// sums and the time-step values (returned).
+    fn same_force_pass(be: &mut [CpuBackend; 2], what: &str) -> (ForceStats, ForceStats) {
+        let (x, y) = (be[0].arrays(), be[1].arrays());
+        assert_eq!(first_difference(&x.force, &y.force), None, "{what}: forces");
+        assert_eq!(first_difference(&x.shift, &y.shift), None, "{what}: shifting sums");
+        let (s, t) = (be[0].force_stats().unwrap(), be[1].force_stats().unwrap());
+        assert_eq!((s.acc_max.to_bits(), s.visc_max.to_bits()), (t.acc_max.to_bits(), t.visc_max.to_bits()));
+        (s, t)
+    }
+
     fn lanes_apply(case: &Case) -> bool {
         use surge_core::physics::kernel::SmoothingKernel;
         use surge_core::physics::options::*;
@@ -637,18 +654,7 @@ mod tests {
                     b.forces(Part::Edges).unwrap();
                     b.forces(Part::Inner).unwrap();
                 }
-                let (x, y) = (be[0].arrays(), be[1].arrays());
-                let first_difference = |u: &[[f32; 4]], v: &[[f32; 4]]| {
-                    assert_eq!(u.len(), v.len());
-                    u.iter()
-                        .zip(v)
-                        .position(|(a, b)| a.map(f32::to_bits) != b.map(f32::to_bits))
-                        .map(|i| (i, u[i], v[i]))
-                };
-                assert_eq!(first_difference(&x.force, &y.force), None, "{sets:?}: forces of step {step}");
-                assert_eq!(first_difference(&x.shift, &y.shift), None, "{sets:?}: shifting sums of step {step}");
-                let (s, t) = (be[0].force_stats().unwrap(), be[1].force_stats().unwrap());
-                assert_eq!((s.acc_max.to_bits(), s.visc_max.to_bits()), (t.acc_max.to_bits(), t.visc_max.to_bits()));
+                same_force_pass(&mut be, &format!("{sets:?}, step {step}"));
                 for b in &mut be {
                     b.update(Update::VerletEuler, 2e-4).unwrap();
                 }
@@ -718,19 +724,7 @@ mod tests {
                     b.forces(Part::Edges).unwrap();
                     b.forces(Part::Inner).unwrap();
                 }
-                let (x, y) = (be[0].arrays(), be[1].arrays());
-                // The first particle whose values differ in any bit, with both values.
-                let first_difference = |u: &[[f32; 4]], v: &[[f32; 4]]| {
-                    assert_eq!(u.len(), v.len());
-                    u.iter()
-                        .zip(v)
-                        .position(|(a, b)| a.map(f32::to_bits) != b.map(f32::to_bits))
-                        .map(|i| (i, u[i], v[i]))
-                };
-                assert_eq!(first_difference(&x.force, &y.force), None, "{sets:?}: forces of step {step}");
-                assert_eq!(first_difference(&x.shift, &y.shift), None, "{sets:?}: shifting sums of step {step}");
-                let (s, t) = (be[0].force_stats().unwrap(), be[1].force_stats().unwrap());
-                assert_eq!((s.acc_max.to_bits(), s.visc_max.to_bits()), (t.acc_max.to_bits(), t.visc_max.to_bits()));
+                let (s, _) = same_force_pass(&mut be, &format!("{sets:?}, step {step}"));
                 assert!(s.visc_max > 0.0 && s.acc_max > 0.0);
                 for b in &mut be {
                     b.update(Update::VerletEuler, 2e-4).unwrap();
