@@ -284,14 +284,14 @@ extern "C" __global__ void gather8_kernel(int n, const unsigned *perm, const uin
 //     lanes of a warp no longer wait, cell by cell, for the lane with the fullest cell, only
 //     row by row. The rows go in the order of the other two axes of the key (O0, then O1),
 //     each row in storage order: another summation order than the CPU's (parity within its
-//     tolerance), the same on every device, worker and run. A periodic RA keeps 0.
+//     tolerance), the same on every device, worker and run. A row does not wrap: compile.rs
+//     (Traversal::resolve) keeps 0 where RA is periodic.
 #ifndef TRAVERSAL
 #define TRAVERSAL 0
 #endif
 #define RA (DIM == 3 ? O2 : O1)
 #if TRAVERSAL == 1 && ((RA == 0 && PERX) || (RA == 1 && PERY) || (RA == 2 && PERZ))
-#undef TRAVERSAL
-#define TRAVERSAL 0
+#error "TRAVERSAL 1 (ranges) along a periodic axis: rows do not wrap"
 #endif
 
 #if TRAVERSAL == 1
@@ -455,8 +455,9 @@ extern "C" __global__ void __launch_bounds__(256, FORCES_MIN_BLOCKS) forces_kern
 
 // The sums of a ghost node at offset og from the centre of cell c (any length: re-centred on
 // the cell that holds it, as rekey_kernel would) over the particles of the fluid bins of its
-// stencil within the support, in stencil then storage order; FLUID_ONLY skips the buffer
-// particles of open boundaries (twin of crates/surge-cpu/src/mdbc.rs, ghost_sums).
+// stencil within the support, in stencil then storage order (TRAVERSAL 0, the CPU's order) or
+// row by row (1); FLUID_ONLY skips the buffer particles of open boundaries (twin of
+// crates/surge-cpu/src/mdbc.rs, ghost_sums).
 // The cell `cg` that holds a ghost node at offset og from the centre of cell c, and its
 // offset `o` from that cell's centre (as rekey_kernel would place it; not clamped).
 __device__ __forceinline__ void ghost_cell(float3 og, int4 c, int cg[3], float o[3]) {
@@ -585,8 +586,8 @@ extern "C" __global__ void mdbc_ghost_key_kernel(int count, const unsigned *__re
 // the list (mdbc_list_kernel: the owned ones and the copies within R layers of them whose
 // ghost lies within 2h; `order` its entries by ghost cell, mdbc_ghost_key_kernel) takes its
 // relative density (vel.w) and the velocity the viscous term sees (mdbc, with the density in
-// w) from its ghost node x_b + 2 dist n, summed over the fluid of the ghost's stencil in
-// stencil order then storage order. One thread per listed particle, none spent on fluid or
+// w) from its ghost node x_b + 2 dist n, summed over the fluid of the ghost's stencil in the
+// traversal's order (ghost_sums). One thread per listed particle, none spent on fluid or
 // deep wall particles. Its 91 registers are held to 64 (four blocks per multiprocessor),
 // which hides the neighbour loads' latency better than fewer spills do. H100, dam_break_3d
 // at dp 0.006: the pass went from 3.5 ms (one thread per particle, 91 registers) to 2.3 (64)

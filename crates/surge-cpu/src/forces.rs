@@ -577,6 +577,29 @@ mod tests {
         (s, t)
     }
 
+    /// Water thrown at walls and an obstacle (2D) or walls (3D): pressure, approaching and
+    /// receding pairs, boundary particles' continuity. The bitwise tests vary it by `--set`.
+    const THROWN_2D: &str = r#"
+        dp = 0.02
+        time = { end = 1.0 }
+        physics = { body_force = [0.0, -9.81] }
+        initial_velocity = { kind = "constant", value = [2.0, -1.0] }
+        fluid = [{ min = [0.0, 0.0], max = [0.6, 0.4] }]
+        wall = [{ min = [0.0, 0.0], max = [1.0, 1.0], faces = ["x-", "x+", "y-"] }]
+        obstacle = [{ min = [0.7, 0.0], max = [0.8, 0.2] }]
+    "#;
+    const THROWN_3D: &str = r#"
+        dp = 0.04
+        time = { end = 1.0 }
+        physics = { body_force = [0.0, 0.0, -9.81] }
+        initial_velocity = { kind = "constant", value = [2.0, 0.5, -1.0] }
+        fluid = [{ min = [0.0, 0.0, 0.0], max = [0.4, 0.4, 0.3] }]
+        wall = [{ min = [0.0, 0.0, 0.0], max = [0.8, 0.6, 0.6], faces = ["x-", "x+", "y-", "y+", "z-"] }]
+    "#;
+    const DIFFUSION: &str = r#"physics.density_diffusion={kind="molteni_colagrossi", delta=0.1}"#;
+    const SHIFTING: &str = r#"physics.shifting={kind="lind", coefficient=10.0}"#;
+    const LAMINAR: &str = r#"physics.viscosity={kind="laminar", nu=1e-3}"#;
+
     fn lanes_apply(case: &Case) -> bool {
         use surge_core::physics::kernel::SmoothingKernel;
         use surge_core::physics::options::*;
@@ -610,33 +633,22 @@ mod tests {
     /// one without, so the list's blocks do not follow the threads.
     #[test]
     fn verlet_list_equals_the_stencil_search() {
-        let d2 = r#"
-            dp = 0.02
-            time = { end = 1.0 }
-            domain = { min = [-0.1, -0.1], max = [1.1, 1.5], on_exit = "remove" }
-            physics = { body_force = [0.0, -9.81] }
-            initial_velocity = { kind = "constant", value = [3.0, -1.0] }
-            fluid = [{ min = [0.0, 0.0], max = [0.6, 0.4] }]
-            wall = [{ min = [0.0, 0.0], max = [1.0, 1.0], faces = ["x-", "x+", "y-"] }]
-            obstacle = [{ min = [0.7, 0.0], max = [0.8, 0.2] }]
-        "#;
-        let d3 = r#"
-            dp = 0.04
-            time = { end = 1.0 }
-            domain = { min = [-0.2, -0.2, -0.2], max = [1.0, 0.8, 1.0], on_exit = "remove" }
-            physics = { body_force = [0.0, 0.0, -9.81] }
-            initial_velocity = { kind = "constant", value = [3.0, 0.5, -1.0] }
-            fluid = [{ min = [0.0, 0.0, 0.0], max = [0.4, 0.4, 0.3] }]
-            wall = [{ min = [0.0, 0.0, 0.0], max = [0.8, 0.6, 0.6], faces = ["x-", "x+", "y-", "y+", "z-"] }]
-            obstacle = [{ min = [0.5, 0.2, 0.0], max = [0.6, 0.3, 0.2] }]
-        "#;
-        let diffusion = r#"physics.density_diffusion={kind="molteni_colagrossi", delta=0.1}"#;
-        let shifting = r#"physics.shifting={kind="lind", coefficient=10.0}"#;
-        let laminar = r#"physics.viscosity={kind="laminar", nu=1e-3}"#;
-        let variants: [(&str, &[&str]); 4] =
-            [(d2, &[diffusion, shifting]), (d2, &[laminar]), (d3, &[diffusion]), (d3, &[shifting])];
-        for (text, sets) in variants {
-            let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        // Faster water, a domain that removes what leaves it, and an obstacle in 3D too.
+        let d2 =
+            ["initial_velocity.value=[3.0, -1.0]", r#"domain={min=[-0.1, -0.1], max=[1.1, 1.5], on_exit="remove"}"#];
+        let d3 = [
+            "initial_velocity.value=[3.0, 0.5, -1.0]",
+            r#"domain={min=[-0.2, -0.2, -0.2], max=[1.0, 0.8, 1.0], on_exit="remove"}"#,
+            "obstacle=[{min=[0.5, 0.2, 0.0], max=[0.6, 0.3, 0.2]}]",
+        ];
+        let variants: [(&str, &[&str], &[&str]); 4] = [
+            (THROWN_2D, &d2, &[DIFFUSION, SHIFTING]),
+            (THROWN_2D, &d2, &[LAMINAR]),
+            (THROWN_3D, &d3, &[DIFFUSION]),
+            (THROWN_3D, &d3, &[SHIFTING]),
+        ];
+        for (text, base, sets) in variants {
+            let sets: Vec<String> = base.iter().chain(sets).map(|s| s.to_string()).collect();
             let case = Case::from_str(text, &sets).unwrap_or_else(|e| panic!("{e}"));
             let filled = fill(&case);
             let mut be = [CpuBackend::new(&case, &filled, 2).unwrap(), CpuBackend::new(&case, &filled, 1).unwrap()];
@@ -683,34 +695,14 @@ mod tests {
             eprintln!("no AVX2: nothing to compare");
             return;
         }
-        let d2 = r#"
-            dp = 0.02
-            time = { end = 1.0 }
-            physics = { body_force = [0.0, -9.81] }
-            initial_velocity = { kind = "constant", value = [2.0, -1.0] }
-            fluid = [{ min = [0.0, 0.0], max = [0.6, 0.4] }]
-            wall = [{ min = [0.0, 0.0], max = [1.0, 1.0], faces = ["x-", "x+", "y-"] }]
-            obstacle = [{ min = [0.7, 0.0], max = [0.8, 0.2] }]
-        "#;
-        let d3 = r#"
-            dp = 0.04
-            time = { end = 1.0 }
-            physics = { body_force = [0.0, 0.0, -9.81] }
-            initial_velocity = { kind = "constant", value = [2.0, 0.5, -1.0] }
-            fluid = [{ min = [0.0, 0.0, 0.0], max = [0.4, 0.4, 0.3] }]
-            wall = [{ min = [0.0, 0.0, 0.0], max = [0.8, 0.6, 0.6], faces = ["x-", "x+", "y-", "y+", "z-"] }]
-        "#;
-        let diffusion = r#"physics.density_diffusion={kind="molteni_colagrossi", delta=0.1}"#;
-        let shifting = r#"physics.shifting={kind="lind", coefficient=10.0}"#;
         let none = r#"physics.density_diffusion={kind="none"}"#;
-        let laminar = r#"physics.viscosity={kind="laminar", nu=1e-3}"#;
         let variants: [(&str, &[&str], bool); 6] = [
-            (d2, &[diffusion], true),
-            (d2, &[none], true),
-            (d2, &[diffusion, shifting], true),
-            (d3, &[diffusion], true),
-            (d3, &[none, shifting], true),
-            (d2, &[laminar], false),
+            (THROWN_2D, &[DIFFUSION], true),
+            (THROWN_2D, &[none], true),
+            (THROWN_2D, &[DIFFUSION, SHIFTING], true),
+            (THROWN_3D, &[DIFFUSION], true),
+            (THROWN_3D, &[none, SHIFTING], true),
+            (THROWN_2D, &[LAMINAR], false),
         ];
         for (text, sets, lanes) in variants {
             let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();

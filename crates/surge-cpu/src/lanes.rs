@@ -173,16 +173,8 @@ pub(crate) unsafe fn filter_near(
                     _mm_loadu_ps(pos.get_unchecked((*ep.add(b + $k) & VerletList::INDEX) as usize).as_ptr())
                 };
             }
-            // Positions (x, y, z, m) of eight candidates, transposed by halves.
-            let a0 = _mm256_insertf128_ps::<1>(_mm256_castps128_ps256(p!(0)), p!(4));
-            let a1 = _mm256_insertf128_ps::<1>(_mm256_castps128_ps256(p!(1)), p!(5));
-            let a2 = _mm256_insertf128_ps::<1>(_mm256_castps128_ps256(p!(2)), p!(6));
-            let a3 = _mm256_insertf128_ps::<1>(_mm256_castps128_ps256(p!(3)), p!(7));
-            let (t0, t1) = (_mm256_unpacklo_ps(a0, a1), _mm256_unpackhi_ps(a0, a1));
-            let (t2, t3) = (_mm256_unpacklo_ps(a2, a3), _mm256_unpackhi_ps(a2, a3));
-            let xj = _mm256_shuffle_ps::<0x44>(t0, t2);
-            let yj = _mm256_shuffle_ps::<0xEE>(t0, t2);
-            let zj = _mm256_shuffle_ps::<0x44>(t1, t3);
+            // Positions (x, y, z, m) of eight candidates, by component.
+            let [xj, yj, zj, _] = columns([p!(0), p!(1), p!(2), p!(3), p!(4), p!(5), p!(6), p!(7)]);
             let (rx, ry, rz) = (_mm256_sub_ps(bx, xj), _mm256_sub_ps(by, yj), _mm256_sub_ps(bz, zj));
             let r2 = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(rx, rx), _mm256_mul_ps(ry, ry)), _mm256_mul_ps(rz, rz));
             let inside = _mm256_and_ps(_mm256_cmp_ps::<_CMP_LT_OQ>(r2, s2), _mm256_cmp_ps::<_CMP_GT_OQ>(r2, zero));
@@ -324,17 +316,8 @@ unsafe fn load(lp: &LanePhysics, pi: &PairI, near: &NearList, b: usize, pj: Pair
                 )
             };
         }
-        // Velocities and densities (x, y, z, d) of eight particles, transposed by halves.
-        let a0 = _mm256_insertf128_ps::<1>(_mm256_castps128_ps256(v!(0)), v!(4));
-        let a1 = _mm256_insertf128_ps::<1>(_mm256_castps128_ps256(v!(1)), v!(5));
-        let a2 = _mm256_insertf128_ps::<1>(_mm256_castps128_ps256(v!(2)), v!(6));
-        let a3 = _mm256_insertf128_ps::<1>(_mm256_castps128_ps256(v!(3)), v!(7));
-        let (t0, t1) = (_mm256_unpacklo_ps(a0, a1), _mm256_unpackhi_ps(a0, a1));
-        let (t2, t3) = (_mm256_unpacklo_ps(a2, a3), _mm256_unpackhi_ps(a2, a3));
-        let vjx = _mm256_shuffle_ps::<0x44>(t0, t2);
-        let vjy = _mm256_shuffle_ps::<0xEE>(t0, t2);
-        let vjz = _mm256_shuffle_ps::<0x44>(t1, t3);
-        let dj = _mm256_shuffle_ps::<0xEE>(t1, t3);
+        // Velocities and densities (x, y, z, d) of eight particles, by component.
+        let [vjx, vjy, vjz, dj] = columns([v!(0), v!(1), v!(2), v!(3), v!(4), v!(5), v!(6), v!(7)]);
         let p = _mm256_i32gather_ps::<4>(pj.press.as_ptr(), idx);
         let m = _mm256_i32gather_ps::<4>((pj.pos.as_ptr() as *const f32).add(3), _mm256_slli_epi32::<2>(idx));
         // rho = rho0 (1 + d).
@@ -383,6 +366,19 @@ fn transpose(x: __m256, y: __m256, z: __m256, w: __m256) -> [__m256; 4] {
         _mm256_shuffle_ps::<0x44>(t1, t3),
         _mm256_shuffle_ps::<0xEE>(t1, t3),
     ]
+}
+
+/// Eight (x, y, z, w) rows to four vectors of eight lanes, one a component (the inverse of
+/// [`transpose`] and [`pick`]): rows k and k + 4 share a 256-bit register, then
+/// [`transpose`].
+#[target_feature(enable = "avx2,popcnt")]
+#[inline]
+fn columns(r: [__m128; 8]) -> [__m256; 4] {
+    let a0 = _mm256_insertf128_ps::<1>(_mm256_castps128_ps256(r[0]), r[4]);
+    let a1 = _mm256_insertf128_ps::<1>(_mm256_castps128_ps256(r[1]), r[5]);
+    let a2 = _mm256_insertf128_ps::<1>(_mm256_castps128_ps256(r[2]), r[6]);
+    let a3 = _mm256_insertf128_ps::<1>(_mm256_castps128_ps256(r[3]), r[7]);
+    transpose(a0, a1, a2, a3)
 }
 
 /// Lane k of [`transpose`]'s output.

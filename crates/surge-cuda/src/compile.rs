@@ -195,18 +195,9 @@ fn fnv1a(bytes: &[u8], mut h: u64) -> u64 {
     h
 }
 
-/// surge's cache: `$SURGE_CACHE_DIR`, else `$XDG_CACHE_HOME/surge`, else `~/.cache/surge`;
-/// `None` when none can be used (then nothing is cached).
-pub fn cache_base() -> Option<PathBuf> {
-    std::env::var_os("SURGE_CACHE_DIR")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("surge")))
-        .or_else(|| std::env::var_os("HOME").map(|d| PathBuf::from(d).join(".cache").join("surge")))
-}
-
-/// Where compiled PTX is kept: `ptx/` in [`cache_base`].
+/// Where compiled PTX is kept: `ptx/` in [`surge_core::cache_base`].
 fn cache_dir() -> Option<PathBuf> {
-    Some(cache_base()?.join("ptx"))
+    Some(surge_core::cache_base()?.join("ptx"))
 }
 
 /// Approximate division, reciprocal and square root (`--use_fast_math`): the pair body has

@@ -172,7 +172,7 @@ pub fn bench(mut sim: Simulation, steps: u64) -> Result<BenchResult, crate::Step
 pub fn develop_cache(sim: &Simulation, t: f64) -> Option<PathBuf> {
     let case = sim.case();
     let key = format!("{}-{:016x}-t{t}", case.name, case.physics_hash());
-    Some(surge_cuda::compile::cache_base()?.join("bench").join(key))
+    Some(surge_core::cache_base()?.join("bench").join(key))
 }
 
 /// Bring `sim` (at t = 0) to the developed flow at time `t`, so that a benchmark times what a
