@@ -77,6 +77,16 @@ macro_rules! buffers {
             pub fn with_buffers(n: usize, set: BufferSet) -> Self {
                 Self { $( $field: if set.contains(BufferId::$variant) { vec![<$ty>::zeroed(); n] } else { Vec::new() }, )* }
             }
+            /// Arrays of n elements for the buffers in `set` from the pool of host buffers
+            /// ([`crate::staging`]; contents unspecified, to be overwritten), empty ones for
+            /// the others.
+            pub fn pooled(n: usize, set: BufferSet) -> Self {
+                Self { $( $field: if set.contains(BufferId::$variant) { crate::staging::take(n) } else { Vec::new() }, )* }
+            }
+            /// Give every buffer's allocation to the pool of host buffers.
+            pub fn recycle(self) {
+                $( crate::staging::give(self.$field); )*
+            }
             /// Number of particles.
             pub fn len(&self) -> usize { self.info.len() }
             /// True when there are no particles.
@@ -118,9 +128,14 @@ macro_rules! buffers {
             pub fn take_from(&mut self, src: &mut Self, set: BufferSet) {
                 $( if set.contains(BufferId::$variant) { self.$field = std::mem::take(&mut src.$field); } )*
             }
-            /// Move buffer `id` out (left empty), to be read as bytes without a copy.
-            pub fn take_bytes(&mut self, id: BufferId) -> OwnedBytes {
-                match id { $(BufferId::$variant => OwnedBytes::new(std::mem::take(&mut self.$field))),* }
+            /// Move buffer `id` out (left empty), to be read as bytes without a copy; with
+            /// `pooled` its allocation goes to the pool of host buffers when the bytes are
+            /// dropped.
+            pub fn take_bytes(&mut self, id: BufferId, pooled: bool) -> OwnedBytes {
+                match id { $(BufferId::$variant => {
+                    let v = std::mem::take(&mut self.$field);
+                    if pooled { OwnedBytes::pooled(v) } else { OwnedBytes::new(v) }
+                }),* }
             }
             /// Append the particles of `other` (left empty) to every buffer.
             pub fn append(&mut self, other: &mut Self) {
@@ -140,26 +155,54 @@ macro_rules! buffers {
 
 /// A typed buffer moved out of its arrays ([`ParticleArrays::take_bytes`]) or plain bytes,
 /// read as bytes: what a send to another rank owns until MPI is done with it, no copy made.
-pub struct OwnedBytes(Box<dyn AsBytes>);
+pub struct OwnedBytes(Option<Box<dyn AsBytes>>);
 
 trait AsBytes: Send {
     fn bytes(&self) -> &[u8];
+    /// Done with: dropped, or its allocation given to the pool of host buffers.
+    fn release(self: Box<Self>);
 }
 
 impl<T: bytemuck::Pod + Send> AsBytes for Vec<T> {
     fn bytes(&self) -> &[u8] {
         bytemuck::cast_slice(self)
     }
+    fn release(self: Box<Self>) {}
+}
+
+/// A vector whose allocation goes back to [`crate::staging`] when released.
+struct Pooled<T>(Vec<T>);
+
+impl<T: bytemuck::Pod + Send> AsBytes for Pooled<T> {
+    fn bytes(&self) -> &[u8] {
+        bytemuck::cast_slice(&self.0)
+    }
+    fn release(self: Box<Self>) {
+        crate::staging::give(self.0)
+    }
 }
 
 impl OwnedBytes {
     /// A vector of plain values, moved in.
     pub fn new<T: bytemuck::Pod + Send>(v: Vec<T>) -> OwnedBytes {
-        OwnedBytes(Box::new(v))
+        OwnedBytes(Some(Box::new(v)))
+    }
+    /// A vector of plain values, moved in, whose allocation goes to the pool of host buffers
+    /// ([`crate::staging`]) when the bytes are dropped (after MPI has sent them).
+    pub fn pooled<T: bytemuck::Pod + Send>(v: Vec<T>) -> OwnedBytes {
+        OwnedBytes(Some(Box::new(Pooled(v))))
     }
     /// The bytes.
     pub fn bytes(&self) -> &[u8] {
-        self.0.bytes()
+        self.0.as_ref().map_or(&[], |b| b.bytes())
+    }
+}
+
+impl Drop for OwnedBytes {
+    fn drop(&mut self) {
+        if let Some(b) = self.0.take() {
+            b.release();
+        }
     }
 }
 
@@ -291,6 +334,18 @@ impl ParticleState {
     pub fn zeroed(n: usize, set: BufferSet) -> Self {
         let buffers = set.and(BufferSet::conserved());
         ParticleState { buffers, arrays: ParticleArrays::with_buffers(n, buffers), grid: None }
+    }
+    /// n particles with the conserved buffers of `set`, in host buffers from the pool kept
+    /// from rebuild to rebuild ([`crate::staging`]): contents unspecified, to fill through
+    /// [`ParticleState::bytes_mut`]; [`ParticleState::recycle`] gives them back.
+    pub fn pooled(n: usize, set: BufferSet) -> Self {
+        let buffers = set.and(BufferSet::conserved());
+        ParticleState { buffers, arrays: ParticleArrays::pooled(n, buffers), grid: None }
+    }
+    /// Give the buffers' allocations to the pool of host buffers ([`crate::staging`]), once
+    /// their particles are uploaded.
+    pub fn recycle(self) {
+        self.arrays.recycle()
     }
     /// Copy the conserved buffers of `set` out of a device's arrays, reusing this state's
     /// allocations.

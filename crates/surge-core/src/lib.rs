@@ -18,6 +18,7 @@ pub mod motion;
 pub mod open;
 pub mod physics;
 pub mod shape;
+pub mod staging;
 pub mod step;
 mod vec;
 pub mod waves;

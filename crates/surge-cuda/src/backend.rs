@@ -1195,7 +1195,9 @@ impl CudaBackend {
         if m == 0 {
             return Ok(ParticleState::empty(self.buffers, &self.whole));
         }
-        let mut st = ParticleState::zeroed(m, want);
+        // Host buffers kept from rebuild to rebuild: fresh ones of this size cost as much as
+        // the copies (their pages faulted in and zeroed).
+        let mut st = ParticleState::pooled(m, want);
         let (stream, force) = (&self.stream, &self.force);
         let idx = self.key.slice(list);
         let scratch = force.device_ptr(stream).0;
@@ -1951,6 +1953,10 @@ impl Backend for CudaBackend {
         })();
         let synced = self.settle("copying particles from a neighbour's GPU");
         drop(blocks);
+        // Uploaded (the stream is settled): the host buffers serve the next rebuild.
+        if synced.is_ok() {
+            states.into_iter().for_each(ParticleState::recycle);
+        }
         queued?;
         synced?;
         self.finish_end()

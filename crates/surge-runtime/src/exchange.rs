@@ -335,7 +335,9 @@ pub fn encode(p: Packet) -> (Vec<u8>, Vec<OwnedBytes>) {
             let set = s.buffers();
             let head = postcard::to_stdvec(&(set.0, s.len() as u64)).expect("a header serialises");
             let mut arrays = s.into_arrays();
-            (first(2, &head), set.iter().map(|b| arrays.take_bytes(b)).collect())
+            // Each buffer's allocation goes to the pool of host buffers once MPI has sent it,
+            // for the next rebuild's particles.
+            (first(2, &head), set.iter().map(|b| arrays.take_bytes(b, true)).collect())
         }
     }
 }
@@ -356,7 +358,8 @@ pub fn decode(first: &[u8], mut next: impl FnMut(&mut [u8]) -> Result<(), String
         }
         Some(2) => {
             let (set, n): (u32, u64) = postcard::from_bytes(body).map_err(|_| bad())?;
-            let mut s = ParticleState::zeroed(n as usize, BufferSet(set));
+            // Into host buffers kept from rebuild to rebuild (every byte is received).
+            let mut s = ParticleState::pooled(n as usize, BufferSet(set));
             for b in s.buffers().iter() {
                 next(s.bytes_mut(b)).map_err(|e| format!("particles from a neighbouring rank: {e}"))?;
             }
