@@ -53,8 +53,8 @@ __device__ float3 fluid_load(int i, float4 p4, float4 v4, int4 ci, int wlo, int 
                 int cx;
                 if (!neighbour_axis(ci.x, dx, NX, PERX, cx) || !in_window(0, cx, wlo, whi)) continue;
                 const int k = cell_linear(cx, cy, cz, wlo);
-                const unsigned s = cell_start[2 * k], mid = cell_start[2 * k + 1];
-                const unsigned e = b ? cell_start[2 * k + 2] : mid;
+                const unsigned s = cell_start[2u * (unsigned)k], mid = cell_start[2u * (unsigned)k + 1];
+                const unsigned e = b ? cell_start[2u * (unsigned)k + 2] : mid;
                 const float bx = p4.x - (float)dx * CSX, by = p4.y - (float)dy * CSY, bz = p4.z - (float)dz * CSZ;
                 for (unsigned j = s; j < e; ++j) {
                     const float4 pj4 = pos[j];

@@ -208,9 +208,11 @@ extern "C" __global__ void histogram_kernel(int n, const unsigned *key, unsigned
 // block_sums[b] the block's total (scanned recursively by the host, then added back).
 // `in` and `out` may be the same array: each thread reads its value before any write.
 #define SCAN_BLOCK 1024
-extern "C" __global__ void scan_block_kernel(int len, const unsigned *in, unsigned *out, unsigned *block_sums) {
+// Lengths and indices are unsigned: a table of a few hundred million particles' cells passes
+// 2^31 values (two bins a cell).
+extern "C" __global__ void scan_block_kernel(unsigned len, const unsigned *in, unsigned *out, unsigned *block_sums) {
     __shared__ unsigned s[SCAN_BLOCK];
-    int i = blockIdx.x * SCAN_BLOCK + threadIdx.x;
+    unsigned i = blockIdx.x * SCAN_BLOCK + threadIdx.x;
     unsigned x = i < len ? in[i] : 0u;
     s[threadIdx.x] = x;
     __syncthreads();
@@ -224,8 +226,8 @@ extern "C" __global__ void scan_block_kernel(int len, const unsigned *in, unsign
     if (threadIdx.x == SCAN_BLOCK - 1) block_sums[blockIdx.x] = s[threadIdx.x];
 }
 
-extern "C" __global__ void scan_add_kernel(int len, unsigned *out, const unsigned *block_offsets) {
-    int i = blockIdx.x * SCAN_BLOCK + threadIdx.x;
+extern "C" __global__ void scan_add_kernel(unsigned len, unsigned *out, const unsigned *block_offsets) {
+    unsigned i = blockIdx.x * SCAN_BLOCK + threadIdx.x;
     if (i < len) out[i] += block_offsets[blockIdx.x];
 }
 
@@ -238,8 +240,8 @@ extern "C" __global__ void scatter_kernel(int n, const unsigned *key, unsigned s
 
 // Sort each bin by global id (insertion sort; bins hold tens of particles), so the order,
 // and with it every sum, is the same from run to run.
-extern "C" __global__ void order_bins_kernel(int bins, const unsigned *cell_start, unsigned *perm, const uint2 *info) {
-    int b = blockIdx.x * blockDim.x + threadIdx.x;
+extern "C" __global__ void order_bins_kernel(unsigned bins, const unsigned *cell_start, unsigned *perm, const uint2 *info) {
+    unsigned b = blockIdx.x * blockDim.x + threadIdx.x;
     if (b >= bins) return;
     unsigned s = cell_start[b], e = cell_start[b + 1];
     for (unsigned k = s + 1; k < e; ++k) {
@@ -334,17 +336,17 @@ template <typename Visit>
 __device__ __forceinline__ void row_particles(const unsigned *__restrict__ cell_start, int k, int kend,
                                               bool fluid_only, float b[3], Visit &&visit) {
     const float step = RA == 0 ? CSX : RA == 1 ? CSY : CSZ;
-    unsigned j = cell_start[2 * k], mid = cell_start[2 * k + 1];
-    unsigned e = fluid_only ? mid : cell_start[2 * k + 2];
+    unsigned j = cell_start[2u * (unsigned)k], mid = cell_start[2u * (unsigned)k + 1];
+    unsigned e = fluid_only ? mid : cell_start[2u * (unsigned)k + 2];
     for (;;) {
         if (j >= e) {
             if (k == kend) break;
             ++k;
             b[RA] -= step;
             // With every bin, the next cell starts where this one ended.
-            if (fluid_only) j = cell_start[2 * k];
-            mid = cell_start[2 * k + 1];
-            e = fluid_only ? mid : cell_start[2 * k + 2];
+            if (fluid_only) j = cell_start[2u * (unsigned)k];
+            mid = cell_start[2u * (unsigned)k + 1];
+            e = fluid_only ? mid : cell_start[2u * (unsigned)k + 2];
             continue;
         }
         visit(j, mid, b);
@@ -427,8 +429,8 @@ extern "C" __global__ void __launch_bounds__(256, FORCES_MIN_BLOCKS) forces_kern
                     int cx;
                     if (!neighbour_axis(ci.x, dx, NX, PERX, cx) || !in_window(0, cx, wlo, whi)) continue;
                     const int k = cell_linear(cx, cy, cz, wlo);
-                    const unsigned s = cell_start[2 * k], mid = cell_start[2 * k + 1];
-                    const unsigned e = fluid ? cell_start[2 * k + 2] : mid;
+                    const unsigned s = cell_start[2u * (unsigned)k], mid = cell_start[2u * (unsigned)k + 1];
+                    const unsigned e = fluid ? cell_start[2u * (unsigned)k + 2] : mid;
                     const float bx = p4.x - (float)dx * CSX, by = p4.y - (float)dy * CSY, bz = p4.z - (float)dz * CSZ;
                     for (unsigned j = s; j < e; ++j)
                         force_candidate(j, mid, bx, by, bz, fluid, pi, pos, vel, wall, mdbc, acc);
@@ -512,7 +514,7 @@ __device__ __forceinline__ void ghost_sums(float3 og, int4 c, int wlo, int whi, 
                 int cx;
                 if (!neighbour_axis(cg[0], dx, NX, PERX, cx) || !in_window(0, cx, wlo, whi)) continue;
                 const int k = cell_linear(cx, cy, cz, wlo);
-                const unsigned s0 = cell_start[2 * k], mid = cell_start[2 * k + 1];
+                const unsigned s0 = cell_start[2u * (unsigned)k], mid = cell_start[2u * (unsigned)k + 1];
                 const float b[3] = {o[0] - (float)dx * CSX, o[1] - (float)dy * CSY, o[2] - (float)dz * CSZ};
                 for (unsigned j = s0; j < mid; ++j) candidate(j, b);
             }
@@ -962,7 +964,7 @@ extern "C" __global__ void gauge_sums_kernel(int points, int wlo, int whi, const
                     !in_window(1, cy, wlo, whi) || !in_window(2, cz, wlo, whi))
                     continue;
                 const int kk = cell_linear(cx, cy, cz, wlo);
-                for (unsigned j = cell_start[2 * kk]; j < cell_start[2 * kk + 1]; ++j) {
+                for (unsigned j = cell_start[2u * (unsigned)kk]; j < cell_start[2u * (unsigned)kk + 1]; ++j) {
                     const float4 pj = pos[j];
                     const double rx = (double)o.x - (double)pj.x - (double)dx * (double)CSX;
                     const double ry = (double)o.y - (double)pj.y - (double)dy * (double)CSY;

@@ -242,7 +242,7 @@ impl Common {
                 "--workers splits the domain between CPU workers: use it with --backend cpu (GPUs: --devices)".into(),
             ));
         }
-        Ok(DeviceRequest { backend, threads: self.threads, workers: self.workers as usize, gpus })
+        Ok(DeviceRequest { backend, threads: self.threads, workers: self.workers as usize, gpus, writes: true })
     }
 
     /// The first GPU asked for.
@@ -564,14 +564,14 @@ fn cmd_check(
         _ => common.workers as usize,
     };
     let bad = |e: String| Failure(EXIT_BAD_INPUT, format!("{}: {e}", path.display()));
-    let host = surge_runtime::memory::host_memory(&case, gpu, devices, 1.0).map_err(bad)?;
+    let host = surge_runtime::memory::host_memory(&case, gpu, devices, 1.0, true).map_err(bad)?;
     println!(
         "host memory {:.2} GB needed to build and run it on {}, {}",
         host.needed as f64 / 1e9,
         if gpu { "a GPU" } else { "the CPU" },
         host.available.map_or("available memory unknown".into(), |a| format!("{:.2} GB available", a as f64 / 1e9))
     );
-    if let Some(line) = surge_runtime::memory::refusal(&host, &case, gpu, devices, 1.0) {
+    if let Some(line) = surge_runtime::memory::refusal(&host, &case, gpu, devices, 1.0, true) {
         return Err(bad(line));
     }
     if let (true, None, Some(slab)) = (fill, write_particles, slab) {
@@ -881,7 +881,10 @@ fn cmd_bench(
     }
     let mut rows = Vec::new();
     for case in &list {
-        let mut loaded = surge_runtime::simulation_on(case, &common.request()?, cluster()).map_err(bad)?;
+        // The bench writes no frame; a checkpoint only to develop the flow or to start from
+        // one: otherwise the host needs no room for the particles' copies.
+        let req = DeviceRequest { writes: develop_to > 0.0 || from.is_some(), ..common.request()? };
+        let mut loaded = surge_runtime::simulation_on(case, &req, cluster()).map_err(bad)?;
         tracing::info!("{}", loaded.note);
         if let Some(path) = from {
             let from = surge_runtime::RestartFrom::Path(path.to_path_buf());

@@ -75,6 +75,7 @@ pub fn sim_devices(case: &Case, n: usize) -> Simulation {
             gpus: surge_runtime::Gpus::List(
                 (0..n).map(|k| k % surge_cuda::gpus().map_or(1, |g| g.len().max(1))).collect(),
             ),
+            writes: true,
         },
         _ => DeviceRequest::cpu_workers(n, n),
     };

@@ -51,6 +51,10 @@ pub(crate) fn skin_fraction() -> f64 {
 
 /// The `skip` key of histogram_kernel and scatter_kernel that no key has (the particle sort).
 const NO_SKIP: u32 = u32::MAX;
+/// Particles a host image holds at a time: the fill's upload and the snapshots go through
+/// buffers of this many particles (56 bytes each pinned, 72 in the upload's images), so
+/// the host never holds a second copy of a device's particles.
+pub const HOST_CHUNK: usize = 1 << 20;
 /// Threads per block of the particle kernels.
 const BLOCK: u32 = 256;
 /// Elements per block of the scan kernels (SCAN_BLOCK in step.cu).
@@ -435,7 +439,7 @@ fn scan_table(
     for l in 0..scan.len() {
         let (below, rest) = scan.split_at_mut(l);
         let lvl = &mut rest[0];
-        let len = lvl.len as i32;
+        let len = u32::try_from(lvl.len).map_err(|_| format!("a table of {} values is beyond 32-bit indices", lvl.len))?;
         let mut b = stream.launch_builder(&k.scan_block);
         // Level 0 scans the table in place: the same device address twice.
         let t = table.device_ptr(stream).0;
@@ -451,7 +455,7 @@ fn scan_table(
     for l in (0..scan.len() - 1).rev() {
         let (lo, hi) = scan.split_at_mut(l + 1);
         let offsets = hi[0].out.as_ref().expect("levels above 0 have an output");
-        let len = lo[l].len as i32;
+        let len = lo[l].len as u32;
         let target = if l == 0 { &mut *table } else { lo[l].out.as_mut().expect("levels above 0 have an output") };
         let mut b = stream.launch_builder(&k.scan_add);
         b.arg(&len).arg(target).arg(offsets);
@@ -484,15 +488,38 @@ impl CudaBackend {
     /// upload the filled particles (all of a case, or the part a device owns: their ids are
     /// kept) and sort them as a device alone.
     pub fn new(case: &Case, filled: &Filled, ordinal: usize) -> Result<CudaBackend, String> {
+        Self::streamed(case, ordinal, filled.len(), |put| put(filled))
+    }
+
+    /// As [`CudaBackend::new`] for `n` particles that `fill` hands over in parts, in any
+    /// order (each part's particles are uploaded and dropped by the caller; the first sort
+    /// orders them by cell, kind and id, so the device holds what one whole fill gives, bit
+    /// for bit): how one GPU takes a case larger than the host could hold at once
+    /// (`surge_runtime::device`, slabs of cell layers). Fails when the parts do not add up
+    /// to `n`.
+    pub fn streamed(
+        case: &Case,
+        ordinal: usize,
+        n: usize,
+        fill: impl FnOnce(&mut dyn FnMut(&Filled) -> Result<(), String>) -> Result<(), String>,
+    ) -> Result<CudaBackend, String> {
         let gpus = crate::probe::gpus()?;
         let gpu = gpus.get(ordinal).ok_or_else(|| format!("there is no GPU {ordinal}: {} visible", gpus.len()))?;
         crate::probe::nvrtc_version()?;
         let whole = Grid::with_skin(case, case.split_axis(), skin_fraction(), STENCIL_REACH)?;
-        let n = filled.len();
         // Exactly the particles: alone, a device never holds more; in a team the first
         // rebuild grows the buffers (with headroom) for the copies and arrivals.
         let cap = n.max(1);
         let bins = 2 * whole.cell_count();
+        // Sort keys (2 x cell + kind, and `bins` for the dropped) and the cell table's indices
+        // are 32-bit.
+        if bins + 2 > u32::MAX as usize {
+            return Err(format!(
+                "the grid has {} cells: the GPU's cell table holds at most {} (a coarser dp or a smaller domain)",
+                whole.cell_count(),
+                (u32::MAX as usize - 2) / 2
+            ));
+        }
         let buffers = BufferSet::for_case(case);
         let ctx = CudaContext::new(ordinal).map_err(|e| fail("creating the context", e))?;
         let (free, _) = ctx.mem_get_info().map_err(|e| fail("reading free memory", e))?;
@@ -535,23 +562,6 @@ impl CudaBackend {
         };
         let stream = ctx.default_stream();
 
-        // Host images of the conserved buffers, as the CPU backend builds them.
-        let mut pos = vec![0u32; 4 * n];
-        let mut vel = vec![0u32; 4 * n];
-        let mut cell = vec![0u32; 4 * n];
-        let mut info = vec![0u32; 2 * n];
-        let mut wall = vec![0u32; 4 * n];
-        for i in 0..n {
-            let (c, off) = whole.locate(filled.pos[i]);
-            let v = filled.vel[i];
-            let p4 = [off[0], off[1], off[2], case.mass as f32];
-            let v4 = [v[0] as f32, v[1] as f32, v[2] as f32, filled.rel_density[i]];
-            pos[4 * i..4 * i + 4].copy_from_slice(bytemuck::cast_slice(&p4));
-            vel[4 * i..4 * i + 4].copy_from_slice(bytemuck::cast_slice(&v4));
-            cell[4 * i..4 * i + 4].copy_from_slice(bytemuck::cast_slice(&[c[0], c[1], c[2], 0]));
-            info[2 * i..2 * i + 2].copy_from_slice(&[filled.id[i], filled.kind[i] as u32]);
-            wall[4 * i..4 * i + 4].copy_from_slice(bytemuck::cast_slice(&filled.wall[i]));
-        }
         let zeros =
             |len: usize, what: &str| stream.alloc_zeros::<u32>(len).map_err(|e| fail(&format!("allocating {what}"), e));
         // A buffer of `per` words per particle for `cap` particles (at least `h`'s length),
@@ -602,13 +612,13 @@ impl CudaBackend {
             } else {
                 None
             },
-            pos: up(&pos, 4, "positions")?,
-            vel: up(&vel, 4, "velocities")?,
-            cell: up(&cell, 4, "cells")?,
-            info: up(&info, 2, "ids")?,
-            vel_prev: up(&vel, 4, "velocities")?,
+            pos: zeros(4 * cap, "positions")?,
+            vel: zeros(4 * cap, "velocities")?,
+            cell: zeros(4 * cap, "cells")?,
+            info: zeros(2 * cap, "ids")?,
+            vel_prev: zeros(4 * cap, "velocities")?,
             pos_prev: optional(BufferId::PosPrev, "step-start positions")?,
-            wall: if buffers.contains(BufferId::Wall) { Some(up(&wall, 4, "wall normals")?) } else { None },
+            wall: optional(BufferId::Wall, "wall normals")?,
             shift: optional(BufferId::Shift, "shifting sums")?,
             mdbc: optional(BufferId::Mdbc, "mDBC values")?,
             force: zeros(4 * cap, "forces")?,
@@ -637,10 +647,10 @@ impl CudaBackend {
                 .alloc_zeros::<f64>(MOVE_LEN * case.moving_solids().max(1))
                 .map_err(|e| fail("allocating the moving solids' table", e))?,
             nmoves: 0,
-            host_pos: pinned(&ctx, 4 * cap)?,
-            host_vel: pinned(&ctx, 4 * cap)?,
-            host_cell: pinned(&ctx, 4 * cap)?,
-            host_info: pinned(&ctx, 2 * cap)?,
+            host_pos: pinned(&ctx, 4 * cap.min(HOST_CHUNK))?,
+            host_vel: pinned(&ctx, 4 * cap.min(HOST_CHUNK))?,
+            host_cell: pinned(&ctx, 4 * cap.min(HOST_CHUNK))?,
+            host_info: pinned(&ctx, 2 * cap.min(HOST_CHUNK))?,
             edge_stage: [pinned(&ctx, 4)?, pinned(&ctx, 4)?],
             edge_done: Arc::new(event()?),
             edges_to_host: [true; 2],
@@ -680,12 +690,63 @@ impl CudaBackend {
             stream,
             k,
         };
+        let mut at = 0;
+        fill(&mut |part: &Filled| {
+            if at + part.len() > n {
+                return Err(format!("the fill handed over more than the {n} particles counted"));
+            }
+            be.upload_filled(part, at)?;
+            at += part.len();
+            Ok(())
+        })?;
+        if at != n {
+            return Err(format!("the fill handed over {at} particles, {n} were counted"));
+        }
         let mut out = [ParticleState::default(), ParticleState::default()];
         be.rebuild_begin(&map, 0, true, &mut out).map_err(|f| f.to_string())?;
         let empty = || ParticleState::empty(be.buffers, &be.whole);
         let incoming = [empty(), empty()];
         be.rebuild_end(incoming).map_err(|f| f.to_string())?;
         Ok(be)
+    }
+
+    /// Upload filled particles to the particles `at..at + filled.len()` (positions as cell
+    /// and offset on the whole grid, the velocity one step back equal to the velocity), in
+    /// host images of at most [`HOST_CHUNK`] particles.
+    fn upload_filled(&mut self, filled: &Filled, at: usize) -> Result<(), String> {
+        let mass = self.case.mass as f32;
+        let with_wall = self.wall.is_some();
+        for lo in (0..filled.len()).step_by(HOST_CHUNK) {
+            let hi = filled.len().min(lo + HOST_CHUNK);
+            let m = hi - lo;
+            // Host images of the conserved buffers, as the CPU backend builds them.
+            let (mut pos, mut vel, mut cell, mut info) =
+                (Vec::with_capacity(m), Vec::with_capacity(m), Vec::with_capacity(m), Vec::with_capacity(m));
+            for i in lo..hi {
+                let (c, off) = self.whole.locate(filled.pos[i]);
+                let v = filled.vel[i];
+                pos.push([off[0], off[1], off[2], mass]);
+                vel.push([v[0] as f32, v[1] as f32, v[2] as f32, filled.rel_density[i]]);
+                cell.push([c[0], c[1], c[2], 0]);
+                info.push([filled.id[i], filled.kind[i] as u32]);
+            }
+            let put = |src: &[u32], dst: &mut CudaSlice<u32>, per: usize, stream: &Arc<CudaStream>| {
+                stream
+                    .memcpy_htod(src, &mut dst.slice_mut(per * (at + lo)..per * (at + hi)))
+                    .map_err(|e| fail("uploading the filled particles", e))
+            };
+            let s = self.stream.clone();
+            put(bytemuck::cast_slice(&pos), &mut self.pos, 4, &s)?;
+            put(bytemuck::cast_slice(&vel), &mut self.vel, 4, &s)?;
+            put(bytemuck::cast_slice(&vel), &mut self.vel_prev, 4, &s)?;
+            put(bytemuck::cast_slice(&cell), &mut self.cell, 4, &s)?;
+            put(bytemuck::cast_slice(&info), &mut self.info, 2, &s)?;
+            if with_wall {
+                let wall = self.wall.as_mut().expect("checked");
+                put(bytemuck::cast_slice(&filled.wall[lo..hi]), wall, 4, &s)?;
+            }
+        }
+        Ok(())
     }
 
     /// How the kernels were obtained (NVRTC or cache) and how long it took.
@@ -925,10 +986,11 @@ impl CudaBackend {
         {
             *buf = grown(s, buf, 4 * cap, 4 * n)?;
         }
-        self.host_pos = pinned(&self.ctx, 4 * cap)?;
-        self.host_vel = pinned(&self.ctx, 4 * cap)?;
-        self.host_cell = pinned(&self.ctx, 4 * cap)?;
-        self.host_info = pinned(&self.ctx, 2 * cap)?;
+        let chunk = cap.min(HOST_CHUNK);
+        self.host_pos = pinned(&self.ctx, 4 * chunk)?;
+        self.host_vel = pinned(&self.ctx, 4 * chunk)?;
+        self.host_cell = pinned(&self.ctx, 4 * chunk)?;
+        self.host_info = pinned(&self.ctx, 2 * chunk)?;
         self.cap = cap;
         Ok(())
     }
@@ -1286,7 +1348,7 @@ impl CudaBackend {
             b.arg(&n).arg(&self.key).arg(&NO_SKIP).arg(&mut self.cell_start).arg(&mut self.perm);
             // SAFETY: argument types match scatter_kernel.
             unsafe { b.launch(cfg(self.n)) }.map_err(|e| fail("scatter_kernel", e))?;
-            let bins = self.bins as i32;
+            let bins = self.bins as u32;
             let mut b = self.stream.launch_builder(&self.k.order_bins);
             b.arg(&bins).arg(&self.cell_start).arg(&mut self.perm).arg(&self.info);
             // SAFETY: argument types match order_bins_kernel; cell_start has bins + 2 values.
@@ -1490,35 +1552,49 @@ impl CudaBackend {
         Ok(UpdateStats { disp_max: f32::from_bits(s[2]), vel_max: f32::from_bits(s[3]) })
     }
 
-    /// Copy the particles `r` to the host.
+    /// Copy the particles `r` to the host, through the pinned buffers in chunks of at most
+    /// [`HOST_CHUNK`] particles (the host holds the snapshot, not a second image of it).
     fn snapshot_range(&mut self, r: Range<usize>, out: &mut Snapshot) -> Result<(), String> {
         let what = "copying particles to the host";
-        let m = r.len();
-        if m > 0 {
-            // Into the first words of the pinned buffers (a copy takes the destination's
-            // length, and they have room for the capacity).
-            let (a, b) = (4 * r.start, 4 * r.end);
-            let CudaBackend { stream, pos, vel, cell, info, host_pos, host_vel, host_cell, host_info, .. } = self;
-            for (src, dst) in [(&*pos, host_pos), (&*vel, host_vel), (&*cell, host_cell)] {
-                let dst = &mut dst.as_mut_slice().map_err(|e| fail(what, e))?[..b - a];
-                stream.memcpy_dtoh(&src.slice(a..b), dst).map_err(|e| fail(what, e))?;
-            }
-            let dst = &mut host_info.as_mut_slice().map_err(|e| fail(what, e))?[..2 * m];
-            stream.memcpy_dtoh(&info.slice(2 * r.start..2 * r.end), dst).map_err(|e| fail(what, e))?;
+        let n = r.len();
+        macro_rules! fresh {
+            ($($v:ident),*) => {$( out.$v.clear(); out.$v.reserve_exact(n); )*};
         }
-        self.settle(what)?;
-        let pos: &[[f32; 4]] = bytemuck::cast_slice(&self.host_pos.as_slice().map_err(|e| fail(what, e))?[..4 * m]);
-        let vel: &[[f32; 4]] = bytemuck::cast_slice(&self.host_vel.as_slice().map_err(|e| fail(what, e))?[..4 * m]);
-        let cell: &[[i32; 4]] = bytemuck::cast_slice(&self.host_cell.as_slice().map_err(|e| fail(what, e))?[..4 * m]);
-        let info: &[[u32; 2]] = bytemuck::cast_slice(&self.host_info.as_slice().map_err(|e| fail(what, e))?[..2 * m]);
-        let c = &self.consts;
-        out.id = info.iter().map(|i| i[0]).collect();
-        out.kind = info.iter().map(|i| i[1] as u8).collect();
-        out.pos = cell.iter().zip(pos).map(|(c, p)| self.whole.absolute(*c, *p)).collect();
-        out.vel = vel.iter().map(|v| [v[0], v[1], v[2]]).collect();
-        out.rho = vel.iter().map(|v| c.density(v[3])).collect();
-        out.p = vel.iter().map(|v| c.pressure(v[3])).collect();
-        Ok(())
+        fresh!(id, kind, pos, vel, rho, p);
+        let mut at = r.start;
+        loop {
+            let end = r.end.min(at + HOST_CHUNK);
+            let m = end - at;
+            if m > 0 {
+                // Into the first words of the pinned buffers (a copy takes the destination's
+                // length).
+                let (a, b) = (4 * at, 4 * end);
+                let CudaBackend { stream, pos, vel, cell, info, host_pos, host_vel, host_cell, host_info, .. } = self;
+                for (src, dst) in [(&*pos, host_pos), (&*vel, host_vel), (&*cell, host_cell)] {
+                    let dst = &mut dst.as_mut_slice().map_err(|e| fail(what, e))?[..b - a];
+                    stream.memcpy_dtoh(&src.slice(a..b), dst).map_err(|e| fail(what, e))?;
+                }
+                let dst = &mut host_info.as_mut_slice().map_err(|e| fail(what, e))?[..2 * m];
+                stream.memcpy_dtoh(&info.slice(2 * at..2 * end), dst).map_err(|e| fail(what, e))?;
+            }
+            self.settle(what)?;
+            let pos: &[[f32; 4]] = bytemuck::cast_slice(&self.host_pos.as_slice().map_err(|e| fail(what, e))?[..4 * m]);
+            let vel: &[[f32; 4]] = bytemuck::cast_slice(&self.host_vel.as_slice().map_err(|e| fail(what, e))?[..4 * m]);
+            let cell: &[[i32; 4]] =
+                bytemuck::cast_slice(&self.host_cell.as_slice().map_err(|e| fail(what, e))?[..4 * m]);
+            let info: &[[u32; 2]] = bytemuck::cast_slice(&self.host_info.as_slice().map_err(|e| fail(what, e))?[..2 * m]);
+            let c = &self.consts;
+            out.id.extend(info.iter().map(|i| i[0]));
+            out.kind.extend(info.iter().map(|i| i[1] as u8));
+            out.pos.extend(cell.iter().zip(pos).map(|(c, p)| self.whole.absolute(*c, *p)));
+            out.vel.extend(vel.iter().map(|v| [v[0], v[1], v[2]]));
+            out.rho.extend(vel.iter().map(|v| c.density(v[3])));
+            out.p.extend(vel.iter().map(|v| c.pressure(v[3])));
+            at = end;
+            if at >= r.end {
+                return Ok(());
+            }
+        }
     }
 
     fn try_fluid_sums(&mut self, xs: &[[f64; 3]], out: &mut Vec<(f64, f64)>) -> Result<(), String> {

@@ -6,7 +6,7 @@ use crate::team::Loader;
 use std::sync::Arc;
 use surge_core::backend::Backend;
 use surge_core::decomp::SliceMap;
-use surge_core::geometry::{census, fill, fill_slab, Census, Filled, Layers, Slab};
+use surge_core::geometry::{census, counts, fill, fill_slab, Census, Filled, Layers, Slab};
 use surge_core::grid::Grid;
 use surge_core::Case;
 use surge_cpu::CpuBackend;
@@ -45,16 +45,19 @@ pub struct DeviceRequest {
     pub workers: usize,
     /// GPUs (with a GPU backend).
     pub gpus: Gpus,
+    /// Whether the process copies its particles to the host for frames and checkpoints (a
+    /// run does, `surge bench` does not): counted in the host memory a case needs.
+    pub writes: bool,
 }
 
 impl DeviceRequest {
     /// One device of `backend` with `threads` threads (0: all cores), GPU 0.
     pub fn one(backend: BackendChoice, threads: usize) -> DeviceRequest {
-        DeviceRequest { backend, threads, workers: 1, gpus: Gpus::Auto }
+        DeviceRequest { backend, threads, workers: 1, gpus: Gpus::Auto, writes: true }
     }
     /// `workers` CPU workers sharing `threads` threads (0: all cores).
     pub fn cpu_workers(workers: usize, threads: usize) -> DeviceRequest {
-        DeviceRequest { backend: BackendChoice::Cpu, threads, workers, gpus: Gpus::Auto }
+        DeviceRequest { backend: BackendChoice::Cpu, threads, workers, gpus: Gpus::Auto, writes: true }
     }
 
     /// This rank's GPUs when none are named: its share of the node's visible GPUs by its
@@ -197,6 +200,61 @@ pub fn census_cut(case: &Case, grid: &Grid, n: usize) -> Result<(Census, SliceMa
     Ok((c, map))
 }
 
+/// Particles of one slab of a fill streamed to a GPU (about: the slabs are cut by the census'
+/// cost weights), 73 bytes each on the host while it is uploaded.
+pub const SLAB_PARTICLES: u64 = 1 << 24;
+
+/// Fill `case` slab by slab, handing each slab to `put` in turn (then dropped): a census
+/// (no particle kept) gives each lattice row's count and the weights of `grid`'s cell layers
+/// along the axis across the fill's rows (z in 3D, y in 2D: a slab skips whole rows), cut
+/// into consecutive slabs of about `slab` particles' weight, each filled by [`fill_slab`]
+/// with the whole fill's ids. Returns the census (its total and fluid counts) and the slabs
+/// made.
+pub fn fill_in_slabs(
+    case: &Case,
+    grid: &Grid,
+    slab: u64,
+    put: &mut dyn FnMut(&Filled) -> Result<(), String>,
+) -> Result<(Census, usize), String> {
+    let axis = if case.dim == 2 || grid.n[1] > grid.n[2] { 1 } else { 2 };
+    let count = grid.n[axis].max(1) as usize;
+    let of = |x: f64| (((x - grid.origin[axis]) / grid.cell[axis]).floor().max(0.0) as usize).min(count - 1);
+    let c = census(case, Some(&Layers { axis, count, of: &of }));
+    let slabs = c.total.div_ceil(slab.max(1)).max(1);
+    let (sum, mut acc, mut cuts) = (c.weights.iter().sum::<u64>().max(1), 0u64, vec![0usize]);
+    for (l, w) in c.weights.iter().enumerate() {
+        acc += w;
+        if acc * slabs >= sum * cuts.len() as u64 && l + 1 < count && (cuts.len() as u64) < slabs {
+            cuts.push(l + 1);
+        }
+    }
+    cuts.push(count);
+    cuts.dedup();
+    for w in cuts.windows(2) {
+        let (lo, hi) = (w[0], w[1]);
+        let keep = |x: f64| (lo..hi).contains(&of(x));
+        put(&fill_slab(case, &c, &Slab { axis, keep: &keep }))?;
+    }
+    Ok((c, cuts.len() - 1))
+}
+
+/// Load `case` on GPU `ord` without holding it whole on the host: filled slab by slab
+/// ([`fill_in_slabs`], slabs of about `slab` particles: [`SLAB_PARTICLES`] for a run), each
+/// uploaded and dropped. The GPU's first sort makes it bitwise what one whole fill gives.
+/// Returns the particle and fluid counts and the backend.
+pub fn stream_to_gpu(case: &Case, ord: usize, slab: u64) -> Result<(usize, usize, surge_cuda::CudaBackend), String> {
+    let grid = surge_cuda::grid_for(case)?;
+    let n = counts(case).total() as usize;
+    let mut counted = None;
+    let backend = surge_cuda::CudaBackend::streamed(case, ord, n, |put| {
+        counted = Some(fill_in_slabs(case, &grid, slab, put)?);
+        Ok(())
+    })?;
+    let (c, slabs) = counted.expect("the backend fills");
+    tracing::debug!("{} particles streamed to GPU {ord} in {slabs} slab(s)", c.total);
+    Ok((c.total as usize, c.fluid as usize, backend))
+}
+
 /// The particles of the cell layers `layers` of `grid` along its split axis, with the ids
 /// of the whole fill ([`fill_slab`] from the case's `census`): a rank's share.
 pub fn fill_layers(case: &Case, grid: &Grid, census: &Census, layers: std::ops::Range<i32>) -> Filled {
@@ -222,8 +280,8 @@ pub fn simulation_on(case: &Case, req: &DeviceRequest, cluster: Arc<dyn Cluster>
     // Before any particle is built: a case too large for the host is refused, not killed.
     let gpu = matches!(resolved, Resolved::Cuda(_));
     let share = 1.0 / ranks as f64;
-    let host = crate::memory::host_memory(case, gpu, k, share)?;
-    if let Some(line) = crate::memory::refusal(&host, case, gpu, k, share) {
+    let host = crate::memory::host_memory(case, gpu, k, share, req.writes)?;
+    if let Some(line) = crate::memory::refusal(&host, case, gpu, k, share, req.writes) {
         return Err(line);
     }
     if ranks > 1 {
@@ -250,6 +308,13 @@ pub fn simulation_on(case: &Case, req: &DeviceRequest, cluster: Arc<dyn Cluster>
         }
     }
     let n = k * ranks;
+    if n == 1 && gpu {
+        // One GPU: the case streamed to it in slabs, never whole on the host.
+        let ord = ords_of(&resolved)[0];
+        let (_, fluid, backend) = stream_to_gpu(case, ord, SLAB_PARTICLES)?;
+        let note = format!("{note}{}; {}", backend.name(), backend.compile_note());
+        return Ok(Loaded { sim: Simulation::new(case.clone(), Box::new(backend)), note, threads: 1, fluid });
+    }
     if n == 1 {
         let filled = fill(case);
         let one = DeviceRequest { gpus: Gpus::List(ords_of(&resolved)), ..req.clone() };
@@ -338,5 +403,52 @@ fn ords_of(r: &Resolved) -> Vec<usize> {
     match r {
         Resolved::Cpu => vec![0],
         Resolved::Cuda(o) => o.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The slabs of [`fill_in_slabs`] together are the whole fill: every particle once, with
+    /// every field bit for bit (ordered by id), in many slabs, 2D and 3D, boxes and a shape.
+    #[test]
+    fn the_slabs_together_are_the_whole_fill() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        for (file, sets) in [
+            ("configs/dam_break_2d.toml", vec![]),
+            ("configs/dam_break_3d.toml", vec!["dp=0.04"]),
+            ("configs/spheric_test2.toml", vec!["dp=0.05"]),
+            ("configs/dam_break_breakwater_3d.toml", vec![]),
+        ] {
+            let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+            let case = Case::from_file(&root.join(file), &sets).unwrap();
+            let grid = surge_cuda::grid_for(&case).unwrap();
+            let whole = fill(&case);
+            let mut joined = Filled::default();
+            let (c, slabs) = fill_in_slabs(&case, &grid, (whole.len() / 7).max(1) as u64, &mut |f| {
+                joined.id.extend(&f.id);
+                joined.pos.extend(&f.pos);
+                joined.vel.extend(&f.vel);
+                joined.rel_density.extend(&f.rel_density);
+                joined.kind.extend(&f.kind);
+                joined.wall.extend(&f.wall);
+                Ok(())
+            })
+            .unwrap();
+            assert!(slabs >= 4, "{file}: {slabs} slabs");
+            assert_eq!(c.total as usize, whole.len(), "{file}");
+            assert_eq!(joined.len(), whole.len(), "{file}");
+            let mut order: Vec<usize> = (0..joined.len()).collect();
+            order.sort_by_key(|&i| joined.id[i]);
+            for (k, &i) in order.iter().enumerate() {
+                assert_eq!(joined.id[i] as usize, k, "{file}");
+                assert_eq!(joined.pos[i], whole.pos[k], "{file}: particle {k}");
+                assert_eq!(joined.vel[i], whole.vel[k], "{file}");
+                assert_eq!(joined.rel_density[i].to_bits(), whole.rel_density[k].to_bits(), "{file}");
+                assert_eq!(joined.kind[i], whole.kind[k], "{file}");
+                assert_eq!(joined.wall[i], whole.wall[k], "{file}");
+            }
+        }
     }
 }

@@ -1,18 +1,22 @@
 //! Host memory a case needs, estimated before any particle is built, so a case too large for
 //! the machine is refused with one line instead of being killed by the system.
 //!
-//! A process builds the whole case on the host ([`surge_core::geometry::fill`], 73 bytes a
-//! particle: id, position, velocity, density, kind, wall normal), or as one of several MPI
-//! ranks only its share of it ([`surge_core::geometry::fill_slab`]), cuts that into its
-//! devices' shares (one more copy when there are several), and loads each device: on the CPU every
-//! buffer, the sort's second copy of the conserved ones and the cell table
+//! On the CPU a process builds the whole case on the host ([`surge_core::geometry::fill`],
+//! 73 bytes a particle: id, position, velocity, density, kind, wall normal), or as one of
+//! several MPI ranks only its share of it ([`surge_core::geometry::fill_slab`]), cuts that
+//! into its devices' shares (one more copy when there are several), and loads each device:
+//! every buffer, the sort's second copy of the conserved ones and the cell table
 //! ([`surge_cpu::bytes_per_particle`]) and the Verlet neighbour list
-//! ([`surge_cpu::list_bytes_per_particle`]); for a GPU the upload staging and the pinned host
-//! buffers, about twice the GPU's own figure ([`surge_cuda::bytes_per_particle`]). Measured
-//! peak resident memory of `surge run --backend cpu` on the 3D dam break (0.08 to 0.73 M
-//! particles): 230 bytes a particle over a fixed 16 MB, against 245 + 16 MB estimated; of
-//! `surge run --backend cuda` on an H100 host at 4.45 M particles: 238 bytes a particle
-//! (1.05 GB), against 73 + 2 x 98 = 269 estimated (at 525 M particles about 200, issue 16).
+//! ([`surge_cpu::list_bytes_per_particle`]). Measured peak resident memory of `surge run
+//! --backend cpu` on the 3D dam break (0.08 to 0.73 M particles): 230 bytes a particle over a
+//! fixed 16 MB, against 245 + 16 MB estimated.
+//!
+//! A GPU holds its particles itself. One GPU alone takes its case in slabs
+//! ([`crate::device::stream_to_gpu`]: at most about [`crate::SLAB_PARTICLES`] filled on the
+//! host at a time); several fill as on the CPU. Uploads and snapshots go through host
+//! buffers of [`surge_cuda::HOST_CHUNK`] particles. A run then holds, while it writes, a
+//! frame's snapshot and a checkpoint's state ([`OUTPUT_BYTES`] and the conserved buffers);
+//! `surge bench` writes neither. The peak is the larger of the load and the run.
 
 use surge_core::buffers::BufferSet;
 use surge_core::geometry::counts;
@@ -43,43 +47,58 @@ impl HostMemory {
     }
 }
 
+/// Bytes a particle takes on the host in a frame being written: the snapshot (id 4, kind 1,
+/// position 24, velocity 12, density 4, pressure 4) and the frame's order (8).
+const OUTPUT_BYTES: u64 = 57;
+
 /// Estimated peak host memory of a process that builds `case` and drives `devices` devices
 /// of its share (`share` of the particles: 1 for one process) on the CPU (`gpu` false) or on
-/// GPUs.
-pub fn host_needed(case: &Case, gpu: bool, devices: usize, share: f64) -> Result<u64, String> {
+/// GPUs; `writes`: whether it copies its particles to the host for frames and checkpoints
+/// (a run does, `surge bench` does not).
+pub fn host_needed(case: &Case, gpu: bool, devices: usize, share: f64, writes: bool) -> Result<u64, String> {
     let n = counts(case).total();
-    let grid = Grid::new(case, case.split_axis())?;
     let set = BufferSet::for_case(case);
-    let per = if gpu {
-        2 * surge_cuda::bytes_per_particle(set, n as usize, grid.cell_count())
-    } else {
-        surge_cpu::bytes_per_particle(set, n as usize, grid.cell_count())
-            + surge_cpu::list_bytes_per_particle(case, &grid, counts(case).fluid, n)
-    } as f64;
     // A rank of several fills its share only (about `share`: the first cut balances work,
     // not particles); one process fills the whole case.
     let built = if share < 1.0 { (n as f64 * share) as u64 } else { n };
     let cut = if devices > 1 { FILL_BYTES as f64 * share } else { 0.0 };
-    Ok(BASE_BYTES + built * FILL_BYTES + (n as f64 * (share * per + cut)) as u64)
+    if !gpu {
+        let grid = Grid::new(case, case.split_axis())?;
+        let per = surge_cpu::bytes_per_particle(set, n as usize, grid.cell_count())
+            + surge_cpu::list_bytes_per_particle(case, &grid, counts(case).fluid, n);
+        return Ok(BASE_BYTES + built * FILL_BYTES + (n as f64 * share * (per as f64 + cut)) as u64);
+    }
+    // One GPU of one process streams its fill in slabs (cut by the census' weights, so a slab
+    // may exceed its nominal size: twice it is allowed for).
+    let streamed = devices == 1 && share >= 1.0;
+    let filled = if streamed { built.min(2 * crate::SLAB_PARTICLES) } else { built };
+    // Per device: the upload's images (72 bytes a particle, 88 with wall normals) and the
+    // pinned snapshot buffers (56), of one chunk each (at most the device's particles).
+    let state = set.and(BufferSet::conserved()).bytes_per_particle() as u64;
+    let each = ((n as f64 * share) as u64).div_ceil(devices.max(1) as u64);
+    let chunk = devices as u64 * each.min(surge_cuda::HOST_CHUNK as u64) * (state + 56);
+    let load = filled * FILL_BYTES + (n as f64 * cut) as u64 + chunk;
+    let run = if writes { (n as f64 * share) as u64 * (OUTPUT_BYTES + state) } else { 0 } + chunk;
+    Ok(BASE_BYTES + load.max(run))
 }
 
-/// [`host_needed`] with the host's available memory.
-pub fn host_memory(case: &Case, gpu: bool, devices: usize, share: f64) -> Result<HostMemory, String> {
+/// [`host_needed`] with the host's available memory./// [`host_needed`] with the host's available memory.
+pub fn host_memory(case: &Case, gpu: bool, devices: usize, share: f64, writes: bool) -> Result<HostMemory, String> {
     Ok(HostMemory {
         particles: counts(case).total(),
-        needed: host_needed(case, gpu, devices, share)?,
+        needed: host_needed(case, gpu, devices, share, writes)?,
         available: available_bytes(),
     })
 }
 
 /// About the largest dp at which `case` needs at most `budget` bytes (rounded up to three
 /// significant digits, so it fits); the geometry, h/dp and everything else kept.
-pub fn largest_dp(case: &Case, gpu: bool, devices: usize, share: f64, budget: u64) -> Option<f64> {
+pub fn largest_dp(case: &Case, gpu: bool, devices: usize, share: f64, writes: bool, budget: u64) -> Option<f64> {
     let at = |dp: f64| {
         let mut c = case.clone();
         c.h *= dp / c.dp;
         c.dp = dp;
-        host_needed(&c, gpu, devices, share).ok()
+        host_needed(&c, gpu, devices, share, writes).ok()
     };
     let fits = |dp: f64| at(dp).is_some_and(|b| b <= budget);
     // Particles grow as dp^-dim: start from that guess and bisect between a fitting and a
@@ -132,10 +151,10 @@ pub fn available_bytes() -> Option<u64> {
 /// One line refusing a case too large for the host, or None when it fits: `m` is
 /// [`host_memory`] of a process that drives `devices` devices holding `share` of the
 /// particles.
-pub fn refusal(m: &HostMemory, case: &Case, gpu: bool, devices: usize, share: f64) -> Option<String> {
+pub fn refusal(m: &HostMemory, case: &Case, gpu: bool, devices: usize, share: f64, writes: bool) -> Option<String> {
     let avail = m.available.filter(|_| !m.fits())?;
     let gb = |b: u64| b as f64 / 1e9;
-    let dp = match largest_dp(case, gpu, devices, share, avail) {
+    let dp = match largest_dp(case, gpu, devices, share, writes, avail) {
         Some(dp) => format!("the largest dp that fits is about {dp}"),
         None => "no dp makes it fit".into(),
     };
@@ -163,16 +182,16 @@ mod tests {
     #[test]
     fn the_largest_dp_fits_and_a_finer_one_does_not() {
         let case = Case::from_str(CASE, &[]).unwrap();
-        let need = host_needed(&case, false, 1, 1.0).unwrap();
+        let need = host_needed(&case, false, 1, 1.0, true).unwrap();
         // A fifth of the particles' memory, besides the fixed part.
         let budget = BASE_BYTES + (need - BASE_BYTES) / 5;
-        let dp = largest_dp(&case, false, 1, 1.0, budget).unwrap();
+        let dp = largest_dp(&case, false, 1, 1.0, true, budget).unwrap();
         assert!(dp > case.dp, "a smaller budget needs a coarser dp: {dp}");
         let at = |dp: f64| {
             let mut c = case.clone();
             c.h *= dp / c.dp;
             c.dp = dp;
-            host_needed(&c, false, 1, 1.0).unwrap()
+            host_needed(&c, false, 1, 1.0, true).unwrap()
         };
         assert!(at(dp) <= budget, "dp {dp} needs {} > {budget}", at(dp));
         assert!(at(dp * 0.97) > budget, "dp {} would fit too", dp * 0.97);
@@ -186,7 +205,7 @@ mod tests {
     fn memory_grows_with_the_particles() {
         let case = Case::from_str(CASE, &[]).unwrap();
         let fine = Case::from_str(CASE, &["dp=0.01".into()]).unwrap();
-        let (a, b) = (host_needed(&case, true, 1, 1.0).unwrap(), host_needed(&fine, true, 1, 1.0).unwrap());
+        let (a, b) = (host_needed(&case, true, 1, 1.0, true).unwrap(), host_needed(&fine, true, 1, 1.0, true).unwrap());
         assert!(b > 6 * (a - BASE_BYTES), "{a} -> {b}");
     }
 }
