@@ -156,11 +156,9 @@ fn force_gauges_match_the_cpu_on_one_state() {
 fn a_case_streamed_in_slabs_loads_as_its_whole_fill() {
     use surge_core::backend::Backend;
     use surge_core::buffers::ParticleState;
-    for (name, sets) in [
-        ("dam_break_2d.toml", vec![]),
-        ("dam_break_3d.toml", vec![]),
-        ("spheric_test2.toml", vec!["dp=0.04"]),
-    ] {
+    for (name, sets) in
+        [("dam_break_2d.toml", vec![]), ("dam_break_3d.toml", vec![]), ("spheric_test2.toml", vec!["dp=0.04"])]
+    {
         let case = case(name, &sets);
         let filled = surge_core::geometry::fill(&case);
         let mut whole = surge_cuda::CudaBackend::new(&case, &filled, 0).unwrap();

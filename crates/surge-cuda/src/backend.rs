@@ -439,7 +439,8 @@ fn scan_table(
     for l in 0..scan.len() {
         let (below, rest) = scan.split_at_mut(l);
         let lvl = &mut rest[0];
-        let len = u32::try_from(lvl.len).map_err(|_| format!("a table of {} values is beyond 32-bit indices", lvl.len))?;
+        let len =
+            u32::try_from(lvl.len).map_err(|_| format!("a table of {} values is beyond 32-bit indices", lvl.len))?;
         let mut b = stream.launch_builder(&k.scan_block);
         // Level 0 scans the table in place: the same device address twice.
         let t = table.device_ptr(stream).0;
@@ -1582,7 +1583,8 @@ impl CudaBackend {
             let vel: &[[f32; 4]] = bytemuck::cast_slice(&self.host_vel.as_slice().map_err(|e| fail(what, e))?[..4 * m]);
             let cell: &[[i32; 4]] =
                 bytemuck::cast_slice(&self.host_cell.as_slice().map_err(|e| fail(what, e))?[..4 * m]);
-            let info: &[[u32; 2]] = bytemuck::cast_slice(&self.host_info.as_slice().map_err(|e| fail(what, e))?[..2 * m]);
+            let info: &[[u32; 2]] =
+                bytemuck::cast_slice(&self.host_info.as_slice().map_err(|e| fail(what, e))?[..2 * m]);
             let c = &self.consts;
             out.id.extend(info.iter().map(|i| i[0]));
             out.kind.extend(info.iter().map(|i| i[1] as u8));
