@@ -44,9 +44,7 @@ pub fn take<T: bytemuck::Pod>(n: usize) -> Vec<T> {
         // A quarter more than asked, so the next rebuild's slightly larger share fits; a
         // whole number of 16-byte elements, so every element type can reuse it.
         let cap = (words + words / 4).next_multiple_of(4);
-        let mut v = Vec::with_capacity(cap);
-        v.resize(cap, 0u32);
-        v
+        vec![0u32; cap]
     });
     // Within the capacity: no reallocation, and only a tail not yet written is zeroed.
     v.resize(words, 0);
