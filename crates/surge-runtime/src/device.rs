@@ -184,8 +184,8 @@ pub struct Loaded {
 }
 
 /// Fill a case and load it on the requested devices: one device runs on the calling
-/// thread; several are cut into slices of equal particle counts along the split axis, each
-/// loaded by its own worker thread.
+/// thread; several are cut into slices along the split axis (balanced by the census'
+/// weights), each filled and loaded by its own worker thread.
 pub fn simulation(case: &Case, req: &DeviceRequest) -> Result<Loaded, String> {
     simulation_on(case, req, Arc::new(Single))
 }
@@ -264,10 +264,12 @@ pub fn fill_layers(case: &Case, grid: &Grid, census: &Census, layers: std::ops::
 
 /// [`simulation`] as one rank of an MPI run: every rank has the same number of devices
 /// (`k`), the slices are cut for all `ranks x k` devices (rank-major), and this rank loads
-/// its own. With several ranks the first cut comes from a census of the case
-/// ([`surge_core::geometry::census`], no particle kept) and a rank fills only the layers of
-/// its devices ([`surge_core::geometry::fill_slab`]), never the whole case; one process
-/// fills the whole case and cuts it. Rank 0 logs the rank -> host -> device map.
+/// its own. With several devices the first cut comes from a census of the case
+/// ([`surge_core::geometry::census`], no particle kept) and each device's worker fills only
+/// its layers ([`surge_core::geometry::fill_slab`]) as it loads them: a rank never builds the
+/// whole case, nor a process of several devices a copy of it to cut. One GPU alone takes its
+/// case in slabs ([`stream_to_gpu`]); one CPU device fills it whole. Rank 0 logs the rank ->
+/// host -> device map.
 pub fn simulation_on(case: &Case, req: &DeviceRequest, cluster: Arc<dyn Cluster>) -> Result<Loaded, String> {
     crate::worker::links_mode()?;
     let req = &req.for_rank(cluster.as_ref());
@@ -338,43 +340,30 @@ pub fn simulation_on(case: &Case, req: &DeviceRequest, cluster: Arc<dyn Cluster>
     };
     let axis = grid.split_axis();
     let first = cluster.rank() * k;
-    let (parts, map, fluid) = if ranks == 1 {
-        // One process: the whole case, cut into its devices' shares.
-        let filled = fill(case);
-        let layers = filled.layers(&grid);
-        let map = SliceMap::balanced(&filled.layer_weights(&layers, &grid), n, surge_core::decomp::halo(case, &grid))?;
-        let parts: Vec<Filled> = (0..n).map(|d| filled.owned_by(&layers, &map, d)).collect();
-        (parts, map, filled.fluid_count())
-    } else {
-        // One rank of several: a census of the whole case (a pass that keeps no particle)
-        // gives the first cut and each lattice row's count; then the rank fills only the
-        // layers its devices own, with the ids of the whole fill. Every rank counts the same,
-        // so every rank cuts the same map.
-        let (c, map) = census_cut(case, &grid, n)?;
-        let filled = fill_layers(case, &grid, &c, map.bounds[first]..map.bounds[first + k]);
-        let parts = if k == 1 {
-            vec![filled]
-        } else {
-            let layers = filled.layers(&grid);
-            (first..first + k).map(|d| filled.owned_by(&layers, &map, d)).collect()
-        };
-        (parts, map, c.fluid as usize)
-    };
+    // A census of the whole case (a pass that keeps no particle) gives the first cut and
+    // each lattice row's count; then each device's worker fills only the layers it owns,
+    // with the ids of the whole fill, as it loads them (the host holds the devices' shares
+    // once, never the whole case and its cut). Every rank counts the same, so every rank
+    // cuts the same map.
+    let (c, map) = census_cut(case, &grid, n)?;
+    let fluid = c.fluid as usize;
+    let c = Arc::new(c);
     let threads = threads_each(req.threads, k);
-    let mut parts = parts.into_iter();
     let loaders: Vec<Loader> = (first..first + k)
         .map(|d| {
-            let part = parts.next().expect("a share for each device of this rank");
-            let case = case.clone();
+            let (case, grid, c) = (case.clone(), grid.clone(), c.clone());
+            let (lo, hi) = map.owned(d);
             match &resolved {
-                Resolved::Cpu => {
-                    Box::new(move || CpuBackend::new(&case, &part, threads).map(|b| Box::new(b) as Box<dyn Backend>))
-                        as Loader
-                }
+                Resolved::Cpu => Box::new(move || {
+                    let part = fill_layers(&case, &grid, &c, lo..hi);
+                    CpuBackend::new(&case, &part, threads).map(|b| Box::new(b) as Box<dyn Backend>)
+                }) as Loader,
                 Resolved::Cuda(o) => {
                     let ord = o[d - first];
-                    Box::new(move || CudaBackend::new(&case, &part, ord).map(|b| Box::new(b) as Box<dyn Backend>))
-                        as Loader
+                    Box::new(move || {
+                        let part = fill_layers(&case, &grid, &c, lo..hi);
+                        CudaBackend::new(&case, &part, ord).map(|b| Box::new(b) as Box<dyn Backend>)
+                    }) as Loader
                 }
             }
         })

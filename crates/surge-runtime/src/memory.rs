@@ -1,10 +1,10 @@
 //! Host memory a case needs, estimated before any particle is built, so a case too large for
 //! the machine is refused with one line instead of being killed by the system.
 //!
-//! On the CPU a process builds the whole case on the host ([`surge_core::geometry::fill`],
-//! 73 bytes a particle: id, position, velocity, density, kind, wall normal), or as one of
-//! several MPI ranks only its share of it ([`surge_core::geometry::fill_slab`]), cuts that
-//! into its devices' shares (one more copy when there are several), and loads each device:
+//! On the CPU a process builds its particles on the host ([`surge_core::geometry::fill`],
+//! 73 bytes a particle: id, position, velocity, density, kind, wall normal; with several
+//! devices or MPI ranks each device's worker fills only its own share,
+//! [`surge_core::geometry::fill_slab`]) and loads each device:
 //! every buffer, the sort's second copy of the conserved ones and the cell table
 //! ([`surge_cpu::bytes_per_particle`]) and the Verlet neighbour list
 //! ([`surge_cpu::list_bytes_per_particle`]). Measured peak resident memory of `surge run
@@ -59,14 +59,13 @@ pub fn host_needed(case: &Case, gpu: bool, devices: usize, share: f64, writes: b
     let n = counts(case).total();
     let set = BufferSet::for_case(case);
     // A rank of several fills its share only (about `share`: the first cut balances work,
-    // not particles); one process fills the whole case.
+    // not particles); one process fills the whole case (its devices their shares, at once).
     let built = if share < 1.0 { (n as f64 * share) as u64 } else { n };
-    let cut = if devices > 1 { FILL_BYTES as f64 * share } else { 0.0 };
     if !gpu {
         let grid = Grid::new(case, case.split_axis())?;
         let per = surge_cpu::bytes_per_particle(set, n as usize, grid.cell_count())
             + surge_cpu::list_bytes_per_particle(case, &grid, counts(case).fluid, n);
-        return Ok(BASE_BYTES + built * FILL_BYTES + (n as f64 * share * (per as f64 + cut)) as u64);
+        return Ok(BASE_BYTES + built * FILL_BYTES + (n as f64 * share * per as f64) as u64);
     }
     // One GPU of one process streams its fill in slabs (cut by the census' weights, so a slab
     // may exceed its nominal size: twice it is allowed for).
@@ -77,7 +76,7 @@ pub fn host_needed(case: &Case, gpu: bool, devices: usize, share: f64, writes: b
     let state = set.and(BufferSet::conserved()).bytes_per_particle() as u64;
     let each = ((n as f64 * share) as u64).div_ceil(devices.max(1) as u64);
     let chunk = devices as u64 * each.min(surge_cuda::HOST_CHUNK as u64) * (state + 56);
-    let load = filled * FILL_BYTES + (n as f64 * cut) as u64 + chunk;
+    let load = filled * FILL_BYTES + chunk;
     let run = if writes { (n as f64 * share) as u64 * (OUTPUT_BYTES + state) } else { 0 } + chunk;
     Ok(BASE_BYTES + load.max(run))
 }
