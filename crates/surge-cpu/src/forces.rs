@@ -400,19 +400,25 @@ impl WithPhysics for Pass<'_> {
                     let search = &*search;
                     #[cfg(target_arch = "x86_64")]
                     let avx2 = !search.scalar && crate::lanes::avx2();
-                    // The candidates of particle i (`r² < r2`, i itself too) into `near`,
-                    // after making `stencil` the stencil of its cell.
-                    let candidates = |i: usize, fluid_only, r2, stencil: &mut Stencil, near: &mut NearList| {
+                    // The entries of particle i's candidates (`r² < r2`, j ≠ i) appended to
+                    // `entries`, after making `stencil` the stencil of its cell.
+                    let candidates = |i: usize,
+                                      fluid_only,
+                                      r2,
+                                      stencil: &mut Stencil,
+                                      near: &mut NearList,
+                                      entries: &mut Vec<u32>| {
                         stencil.around::<DIM>(grid, cell_start, cell[i]);
                         let oi = V3::from4(pos[i]);
                         #[cfg(target_arch = "x86_64")]
                         if avx2 {
                             // SAFETY: AVX2 was detected; `search` was refreshed from these positions.
                             return unsafe {
-                                crate::lanes::gather_near::<true>(stencil, search, oi, fluid_only, r2, near)
+                                crate::lanes::list_candidates(stencil, search, i, oi, fluid_only, r2, entries)
                             };
                         }
-                        gather_near::<true>(stencil, search, oi, fluid_only, r2, near)
+                        let hits = gather_near::<true>(stencil, search, oi, fluid_only, r2, near);
+                        crate::verlet::append_entries(i, fluid_only, stencil, &near.j[..hits], entries);
                     };
                     list.build(n_all, listed.clone(), grid.support, grid.skin, |i| what(info, i), candidates);
                 } else {
@@ -718,6 +724,8 @@ mod tests {
                 }
                 let (s, _) = same_force_pass(&mut be, &format!("{sets:?}, step {step}"));
                 assert!(s.visc_max > 0.0 && s.acc_max > 0.0);
+                // The AVX2 build of the Verlet list and the scalar one: the same entries.
+                assert!(be[0].search.list.same_entries(&be[1].search.list), "{sets:?}: Verlet lists, step {step}");
                 for b in &mut be {
                     b.update(Update::VerletEuler, 2e-4).unwrap();
                 }

@@ -126,6 +126,90 @@ pub(crate) unsafe fn gather_near<const ZERO: bool>(
     n
 }
 
+/// The Verlet list's build over AVX2 lanes: `forces::gather_near::<true>` then
+/// `verlet::append_entries`, in one loop. The entries of the particles j ≠ i of the stencil
+/// (fluid ones when `fluid_only`) with `r_ij² < r2` (the same operations), each j with
+/// [`NearList::BOUNDARY`] and its stencil cell's bits, are appended to `entries` in stencil
+/// order then storage order: eight candidates tested at once, the hits packed by a
+/// permutation and stored at once.
+///
+/// # Safety
+/// As [`gather_near`].
+#[allow(clippy::too_many_arguments)]
+#[target_feature(enable = "avx2,popcnt")]
+pub(crate) unsafe fn list_candidates(
+    stencil: &Stencil,
+    search: &NeighbourSearch,
+    i: usize,
+    oi: V3,
+    fluid_only: bool,
+    r2: f32,
+    entries: &mut Vec<u32>,
+) {
+    let [x, y, z] = &search.axes;
+    let s2 = _mm256_set1_ps(r2);
+    let step = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    let boundary = _mm256_set1_epi32(NearList::BOUNDARY as i32);
+    let eight = _mm256_set1_epi32(LANES as i32);
+    let me = _mm256_set1_epi32(i as i32);
+    for &StencilCell { k, shift, code, s, mid, e } in if fluid_only { &stencil.fluid } else { &stencil.cells } {
+        let e = if fluid_only { mid } else { e };
+        let base = oi - shift;
+        if s == e || search.least_r2(k, base) >= r2 {
+            continue;
+        }
+        // Each group of eight stores eight lanes at the end of the entries.
+        entries.reserve((e - s) + LANES);
+        let mut n = entries.len();
+        let (bx, by, bz) = (_mm256_set1_ps(base.x), _mm256_set1_ps(base.y), _mm256_set1_ps(base.z));
+        let last_fluid = _mm256_set1_epi32(mid as i32 - 1);
+        let code = _mm256_set1_epi32(code as i32);
+        let mut j = _mm256_add_epi32(_mm256_set1_epi32(s as i32), step);
+        macro_rules! group {
+            ($first:expr, $lanes:expr) => {{
+                let first = $first;
+                debug_assert!(first + LANES <= x.len());
+                // SAFETY: first < e <= the particle count, and the axes hold LANES more entries.
+                let (xs, ys, zs) = unsafe {
+                    (
+                        _mm256_loadu_ps(x.as_ptr().add(first)),
+                        _mm256_loadu_ps(y.as_ptr().add(first)),
+                        _mm256_loadu_ps(z.as_ptr().add(first)),
+                    )
+                };
+                let (rx, ry, rz) = (_mm256_sub_ps(bx, xs), _mm256_sub_ps(by, ys), _mm256_sub_ps(bz, zs));
+                let d2 =
+                    _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(rx, rx), _mm256_mul_ps(ry, ry)), _mm256_mul_ps(rz, rz));
+                let below = _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_LT_OQ>(d2, s2)) as u32;
+                let not_i = !(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(j, me))) as u32);
+                let hits = below & not_i & $lanes;
+                // SAFETY: COMPRESS rows are 32 bytes; the entries' capacity holds the
+                // len at the cell's start + (e - s) + LANES, and n + LANES <= that.
+                unsafe {
+                    let perm = _mm256_loadu_si256(COMPRESS[hits as usize].as_ptr() as *const __m256i);
+                    let jb = _mm256_or_si256(j, _mm256_and_si256(_mm256_cmpgt_epi32(j, last_fluid), boundary));
+                    _mm256_storeu_si256(
+                        entries.as_mut_ptr().add(n) as *mut __m256i,
+                        _mm256_permutevar8x32_epi32(_mm256_or_si256(jb, code), perm),
+                    );
+                }
+                n += hits.count_ones() as usize;
+                j = _mm256_add_epi32(j, eight);
+            }};
+        }
+        let full = s + (e - s) / LANES * LANES;
+        for first in (s..full).step_by(LANES) {
+            group!(first, 0xff);
+        }
+        if full < e {
+            // Lanes past the cell's end (the next cell's particles, or the padding) are off.
+            group!(full, (1u32 << (e - full)) - 1);
+        }
+        // SAFETY: the first n entries are written (the hits, packed), n <= the capacity.
+        unsafe { entries.set_len(n) };
+    }
+}
+
 /// `verlet::filter_near` over AVX2 lanes: the same list, in the same order, with the same
 /// bits. `entries` are the particle's entries and `verlet::PAD` more after them. Each lane
 /// finds its stencil cell's shift from the entry's bits by a permutation of a table of the
