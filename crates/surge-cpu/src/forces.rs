@@ -316,6 +316,9 @@ pub(crate) fn for_each_neighbour(
 /// threads stay busy to the end of the pass.
 const CHUNK: usize = 64;
 
+/// Particles per task of the pressures (a `powf` each).
+const CHUNK_POINTWISE: usize = 512;
+
 thread_local! {
     /// Each thread's stencil and neighbour list, kept from pass to pass (no allocation per
     /// step).
@@ -391,8 +394,29 @@ impl WithPhysics for Pass<'_> {
         let n_all = a.len();
         let use_list = search.list.usable(n_all, grid.reach, grid.skin, grid.support);
         if pressures {
-            a.press.par_iter_mut().zip(a.vel.par_iter()).for_each(|(p, v)| *p = eos.pressure(v[3]));
-            if !(use_list && search.list.valid(n_all, &listed, &a.pos, search)) {
+            // The pressures, and the particles' largest displacement since the list's build
+            // when it may still serve, in one parallel loop.
+            let check = use_list && search.list.covers(n_all, &listed, search);
+            let moved2 = {
+                let (pos, search) = (&a.pos, &*search);
+                a.press
+                    .par_chunks_mut(CHUNK_POINTWISE)
+                    .zip(a.vel.par_chunks(CHUNK_POINTWISE))
+                    .enumerate()
+                    .map(|(c, (p, v))| {
+                        let mut moved2 = 0.0f64;
+                        for (k, (p, v)) in p.iter_mut().zip(v).enumerate() {
+                            *p = eos.pressure(v[3]);
+                            if check {
+                                let i = c * CHUNK_POINTWISE + k;
+                                moved2 = moved2.max(VerletList::moved2(i, &pos[i], search));
+                            }
+                        }
+                        moved2
+                    })
+                    .reduce(|| 0.0, f64::max)
+            };
+            if !(check && search.list.complete(moved2)) {
                 search.refresh(&a.pos, cell_start);
                 let mut list = std::mem::take(&mut search.list);
                 if use_list {

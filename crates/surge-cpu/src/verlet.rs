@@ -107,25 +107,28 @@ impl VerletList {
         !self.off && n < (1 << Self::INDEX_BITS) && reach == 1 && Self::MARGIN * skin > 1e-3 * support
     }
 
-    /// Whether the list is built for these `n` particles, covers `listed` and is still complete
-    /// for the positions `pos` (`search` holds the build's positions).
-    pub(crate) fn valid(&self, n: usize, listed: &Range<usize>, pos: &[[f32; 4]], search: &NeighbourSearch) -> bool {
-        if !self.built || self.len != n || listed.start < self.listed.start || listed.end > self.listed.end {
-            return false;
-        }
+    /// Whether the list is built for these `n` particles and covers `listed` (`search`
+    /// holding the build's positions): then [`VerletList::complete`] tells whether it still
+    /// serves.
+    pub(crate) fn covers(&self, n: usize, listed: &Range<usize>, search: &NeighbourSearch) -> bool {
+        self.built
+            && self.len == n
+            && listed.start >= self.listed.start
+            && listed.end <= self.listed.end
+            && search.axes[0].len() >= n
+    }
+
+    /// The square of particle i's displacement at offset `p` from where the build saw it.
+    #[inline(always)]
+    pub(crate) fn moved2(i: usize, p: &[f32; 4], search: &NeighbourSearch) -> f64 {
         let [x, y, z] = &search.axes;
-        if x.len() < n {
-            return false;
-        }
-        let moved2 = pos
-            .par_iter()
-            .enumerate()
-            .with_min_len(1024)
-            .map(|(i, p)| {
-                let d = [p[0] as f64 - x[i] as f64, p[1] as f64 - y[i] as f64, p[2] as f64 - z[i] as f64];
-                d[0] * d[0] + d[1] * d[1] + d[2] * d[2]
-            })
-            .reduce(|| 0.0, f64::max);
+        let d = [p[0] as f64 - x[i] as f64, p[1] as f64 - y[i] as f64, p[2] as f64 - z[i] as f64];
+        d[0] * d[0] + d[1] * d[1] + d[2] * d[2]
+    }
+
+    /// Whether a list that [`VerletList::covers`] the particles is still complete when the
+    /// largest of their [`VerletList::moved2`] is `moved2`.
+    pub(crate) fn complete(&self, moved2: f64) -> bool {
         // False for NaN: built again, the stencil's way.
         moved2 <= self.allowed * self.allowed
     }
