@@ -502,6 +502,19 @@ impl WithPhysics for Pass<'_> {
         let interact = |i: usize, scratch: &mut (Stencil, NearList)| -> ([f32; 4], Accum, f32) {
             let pi = particle(i);
             if info[i][1] == Kind::Fluid as u32 {
+                // With the Verlet list and the lanes, the list's filter and the pairs in one loop.
+                #[cfg(target_arch = "x86_64")]
+                if let (Some(lp), Some(list)) = (lane_physics, list) {
+                    let entries = list.padded(i).expect("the Verlet list holds every particle of the pass");
+                    let li = crate::lanes::PairI { vel: pi.vel, rho: pi.rho, p: pi.p };
+                    // SAFETY: AVX2 was detected (lane_physics is None otherwise); the list's
+                    // indices index the particle arrays.
+                    let acc = unsafe {
+                        crate::lanes::fluid_pairs_listed(&lp, &li, entries, V3::from4(pos[i]), cs, support2, pair_j)
+                    };
+                    let a_i = acc.acc + g;
+                    return (a_i.with_w(acc.drho * inv_rho0), acc, a_i.norm2().sqrt());
+                }
                 let n = gather(i, false, scratch);
                 let near = &mut scratch.1;
                 #[cfg(target_arch = "x86_64")]
