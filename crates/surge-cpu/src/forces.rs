@@ -316,6 +316,9 @@ pub(crate) fn for_each_neighbour(
 /// threads stay busy to the end of the pass.
 const CHUNK: usize = 64;
 
+/// Particles per task of the pressures (a `powf` each).
+const CHUNK_POINTWISE: usize = 512;
+
 thread_local! {
     /// Each thread's stencil and neighbour list, kept from pass to pass (no allocation per
     /// step).
@@ -391,8 +394,29 @@ impl WithPhysics for Pass<'_> {
         let n_all = a.len();
         let use_list = search.list.usable(n_all, grid.reach, grid.skin, grid.support);
         if pressures {
-            a.press.par_iter_mut().zip(a.vel.par_iter()).for_each(|(p, v)| *p = eos.pressure(v[3]));
-            if !(use_list && search.list.valid(n_all, &listed, &a.pos, search)) {
+            // The pressures, and the particles' largest displacement since the list's build
+            // when it may still serve, in one parallel loop.
+            let check = use_list && search.list.covers(n_all, &listed, search);
+            let moved2 = {
+                let (pos, search) = (&a.pos, &*search);
+                a.press
+                    .par_chunks_mut(CHUNK_POINTWISE)
+                    .zip(a.vel.par_chunks(CHUNK_POINTWISE))
+                    .enumerate()
+                    .map(|(c, (p, v))| {
+                        let mut moved2 = 0.0f64;
+                        for (k, (p, v)) in p.iter_mut().zip(v).enumerate() {
+                            *p = eos.pressure(v[3]);
+                            if check {
+                                let i = c * CHUNK_POINTWISE + k;
+                                moved2 = moved2.max(VerletList::moved2(i, &pos[i], search));
+                            }
+                        }
+                        moved2
+                    })
+                    .reduce(|| 0.0, f64::max)
+            };
+            if !(check && search.list.complete(moved2)) {
                 search.refresh(&a.pos, cell_start);
                 let mut list = std::mem::take(&mut search.list);
                 if use_list {
@@ -400,19 +424,25 @@ impl WithPhysics for Pass<'_> {
                     let search = &*search;
                     #[cfg(target_arch = "x86_64")]
                     let avx2 = !search.scalar && crate::lanes::avx2();
-                    // The candidates of particle i (`r² < r2`, i itself too) into `near`,
-                    // after making `stencil` the stencil of its cell.
-                    let candidates = |i: usize, fluid_only, r2, stencil: &mut Stencil, near: &mut NearList| {
+                    // The entries of particle i's candidates (`r² < r2`, j ≠ i) appended to
+                    // `entries`, after making `stencil` the stencil of its cell.
+                    let candidates = |i: usize,
+                                      fluid_only,
+                                      r2,
+                                      stencil: &mut Stencil,
+                                      near: &mut NearList,
+                                      entries: &mut Vec<u32>| {
                         stencil.around::<DIM>(grid, cell_start, cell[i]);
                         let oi = V3::from4(pos[i]);
                         #[cfg(target_arch = "x86_64")]
                         if avx2 {
                             // SAFETY: AVX2 was detected; `search` was refreshed from these positions.
                             return unsafe {
-                                crate::lanes::gather_near::<true>(stencil, search, oi, fluid_only, r2, near)
+                                crate::lanes::list_candidates(stencil, search, i, oi, fluid_only, r2, entries)
                             };
                         }
-                        gather_near::<true>(stencil, search, oi, fluid_only, r2, near)
+                        let hits = gather_near::<true>(stencil, search, oi, fluid_only, r2, near);
+                        crate::verlet::append_entries(i, fluid_only, stencil, &near.j[..hits], entries);
                     };
                     list.build(n_all, listed.clone(), grid.support, grid.skin, |i| what(info, i), candidates);
                 } else {
@@ -472,6 +502,19 @@ impl WithPhysics for Pass<'_> {
         let interact = |i: usize, scratch: &mut (Stencil, NearList)| -> ([f32; 4], Accum, f32) {
             let pi = particle(i);
             if info[i][1] == Kind::Fluid as u32 {
+                // With the Verlet list and the lanes, the list's filter and the pairs in one loop.
+                #[cfg(target_arch = "x86_64")]
+                if let (Some(lp), Some(list)) = (lane_physics, list) {
+                    let entries = list.padded(i).expect("the Verlet list holds every particle of the pass");
+                    let li = crate::lanes::PairI { vel: pi.vel, rho: pi.rho, p: pi.p };
+                    // SAFETY: AVX2 was detected (lane_physics is None otherwise); the list's
+                    // indices index the particle arrays.
+                    let acc = unsafe {
+                        crate::lanes::fluid_pairs_listed(&lp, &li, entries, V3::from4(pos[i]), cs, support2, pair_j)
+                    };
+                    let a_i = acc.acc + g;
+                    return (a_i.with_w(acc.drho * inv_rho0), acc, a_i.norm2().sqrt());
+                }
                 let n = gather(i, false, scratch);
                 let near = &mut scratch.1;
                 #[cfg(target_arch = "x86_64")]
@@ -718,6 +761,8 @@ mod tests {
                 }
                 let (s, _) = same_force_pass(&mut be, &format!("{sets:?}, step {step}"));
                 assert!(s.visc_max > 0.0 && s.acc_max > 0.0);
+                // The AVX2 build of the Verlet list and the scalar one: the same entries.
+                assert!(be[0].search.list.same_entries(&be[1].search.list), "{sets:?}: Verlet lists, step {step}");
                 for b in &mut be {
                     b.update(Update::VerletEuler, 2e-4).unwrap();
                 }

@@ -126,6 +126,100 @@ pub(crate) unsafe fn gather_near<const ZERO: bool>(
     n
 }
 
+/// The Verlet list's build over AVX2 lanes: `forces::gather_near::<true>` then
+/// `verlet::append_entries`, in one loop. The entries of the particles j ≠ i of the stencil
+/// (fluid ones when `fluid_only`) with `r_ij² < r2` (the same operations), each j with
+/// [`NearList::BOUNDARY`] and its stencil cell's bits, are appended to `entries` in stencil
+/// order then storage order: eight candidates tested at once, the hits packed by a
+/// permutation and stored at once.
+///
+/// # Safety
+/// As [`gather_near`].
+#[allow(clippy::too_many_arguments)]
+#[target_feature(enable = "avx2,popcnt")]
+pub(crate) unsafe fn list_candidates(
+    stencil: &Stencil,
+    search: &NeighbourSearch,
+    i: usize,
+    oi: V3,
+    fluid_only: bool,
+    r2: f32,
+    entries: &mut Vec<u32>,
+) {
+    let [x, y, z] = &search.axes;
+    let s2 = _mm256_set1_ps(r2);
+    let step = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    let boundary = _mm256_set1_epi32(NearList::BOUNDARY as i32);
+    let eight = _mm256_set1_epi32(LANES as i32);
+    let me = _mm256_set1_epi32(i as i32);
+    for &StencilCell { k, shift, code, s, mid, e } in if fluid_only { &stencil.fluid } else { &stencil.cells } {
+        let e = if fluid_only { mid } else { e };
+        let base = oi - shift;
+        if s == e || search.least_r2(k, base) >= r2 {
+            continue;
+        }
+        // Each group of eight stores eight lanes at the end of the entries.
+        entries.reserve((e - s) + LANES);
+        let mut n = entries.len();
+        let (bx, by, bz) = (_mm256_set1_ps(base.x), _mm256_set1_ps(base.y), _mm256_set1_ps(base.z));
+        let last_fluid = _mm256_set1_epi32(mid as i32 - 1);
+        let code = _mm256_set1_epi32(code as i32);
+        let mut j = _mm256_add_epi32(_mm256_set1_epi32(s as i32), step);
+        macro_rules! group {
+            ($first:expr, $lanes:expr) => {{
+                let first = $first;
+                debug_assert!(first + LANES <= x.len());
+                // SAFETY: first < e <= the particle count, and the axes hold LANES more entries.
+                let (xs, ys, zs) = unsafe {
+                    (
+                        _mm256_loadu_ps(x.as_ptr().add(first)),
+                        _mm256_loadu_ps(y.as_ptr().add(first)),
+                        _mm256_loadu_ps(z.as_ptr().add(first)),
+                    )
+                };
+                let (rx, ry, rz) = (_mm256_sub_ps(bx, xs), _mm256_sub_ps(by, ys), _mm256_sub_ps(bz, zs));
+                let d2 =
+                    _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(rx, rx), _mm256_mul_ps(ry, ry)), _mm256_mul_ps(rz, rz));
+                let below = _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_LT_OQ>(d2, s2)) as u32;
+                let not_i = !(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(j, me))) as u32);
+                let hits = below & not_i & $lanes;
+                // SAFETY: COMPRESS rows are 32 bytes; the entries' capacity holds the
+                // len at the cell's start + (e - s) + LANES, and n + LANES <= that.
+                unsafe {
+                    let perm = _mm256_loadu_si256(COMPRESS[hits as usize].as_ptr() as *const __m256i);
+                    let jb = _mm256_or_si256(j, _mm256_and_si256(_mm256_cmpgt_epi32(j, last_fluid), boundary));
+                    _mm256_storeu_si256(
+                        entries.as_mut_ptr().add(n) as *mut __m256i,
+                        _mm256_permutevar8x32_epi32(_mm256_or_si256(jb, code), perm),
+                    );
+                }
+                n += hits.count_ones() as usize;
+                j = _mm256_add_epi32(j, eight);
+            }};
+        }
+        let full = s + (e - s) / LANES * LANES;
+        for first in (s..full).step_by(LANES) {
+            group!(first, 0xff);
+        }
+        if full < e {
+            // Lanes past the cell's end (the next cell's particles, or the padding) are off.
+            group!(full, (1u32 << (e - full)) - 1);
+        }
+        // SAFETY: the first n entries are written (the hits, packed), n <= the capacity.
+        unsafe { entries.set_len(n) };
+    }
+}
+
+/// `(d as f32) * c` for the two bits d + 1 of a Verlet list entry's axis (as
+/// `verlet::filter_near`), twice: the shift of a stencil cell along one axis, found by a
+/// permutation of this table.
+#[target_feature(enable = "avx2,popcnt")]
+#[inline]
+fn shift_table(c: f32) -> __m256 {
+    let v = |d: i32| d as f32 * c;
+    _mm256_setr_ps(v(-1), v(0), v(1), v(2), v(-1), v(0), v(1), v(2))
+}
+
 /// `verlet::filter_near` over AVX2 lanes: the same list, in the same order, with the same
 /// bits. `entries` are the particle's entries and `verlet::PAD` more after them. Each lane
 /// finds its stencil cell's shift from the entry's bits by a permutation of a table of the
@@ -147,12 +241,7 @@ pub(crate) unsafe fn filter_near(
     let count = entries.len() - crate::verlet::PAD;
     near.reserve(count + LANES);
     let (s2, zero) = (_mm256_set1_ps(support2), _mm256_setzero_ps());
-    // `(d as f32) * cell` for the two bits d + 1 (as `verlet::filter_near`), twice.
-    let table = |c: f32| {
-        let v = |d: i32| d as f32 * c;
-        _mm256_setr_ps(v(-1), v(0), v(1), v(2), v(-1), v(0), v(1), v(2))
-    };
-    let (tx, ty, tz) = (table(cell[0]), table(cell[1]), table(cell[2]));
+    let (tx, ty, tz) = (shift_table(cell[0]), shift_table(cell[1]), shift_table(cell[2]));
     let (ox, oy, oz) = (_mm256_set1_ps(oi.x), _mm256_set1_ps(oi.y), _mm256_set1_ps(oi.z));
     let keep = _mm256_set1_epi32((VerletList::INDEX | NearList::BOUNDARY) as i32);
     let ep = entries.as_ptr();
@@ -309,17 +398,41 @@ unsafe fn load(lp: &LanePhysics, pi: &PairI, near: &NearList, b: usize, pj: Pair
         let jb = _mm256_loadu_si256(near.j.as_ptr().add(b) as *const __m256i);
         let idx = _mm256_andnot_si256(_mm256_set1_epi32(NearList::BOUNDARY as i32), jb);
         let fluid = _mm256_castsi256_ps(_mm256_cmpeq_epi32(idx, jb));
+        let m = _mm256_i32gather_ps::<4>((pj.pos.as_ptr() as *const f32).add(3), _mm256_slli_epi32::<2>(idx));
+        let j = |k: usize| (*near.j.get_unchecked(b + k) & !NearList::BOUNDARY) as usize;
+        lanes_of(lp, pi, [rx, ry, rz, r2], idx, fluid, m, j, pj)
+    }
+}
+
+/// The pair geometry of eight neighbours j (`j(k)` for lane k, `idx` the same by lane):
+/// `r` and `r²` (`r[3]`), the mask of fluid ones, their masses `m`.
+///
+/// # Safety
+/// AVX2 and POPCNT ([`avx2`]); every j indexes `pj`'s arrays.
+#[allow(clippy::too_many_arguments)]
+#[target_feature(enable = "avx2,popcnt")]
+#[inline]
+unsafe fn lanes_of(
+    lp: &LanePhysics,
+    pi: &PairI,
+    r: [__m256; 4],
+    idx: __m256i,
+    fluid: __m256,
+    m: __m256,
+    j: impl Fn(usize) -> usize,
+    pj: PairJ,
+) -> Lanes {
+    let [rx, ry, rz, r2] = r;
+    // SAFETY: the caller guarantees valid indices.
+    unsafe {
         macro_rules! v {
             ($k:expr) => {
-                _mm_loadu_ps(
-                    pj.vel.get_unchecked((*near.j.get_unchecked(b + $k) & !NearList::BOUNDARY) as usize).as_ptr(),
-                )
+                _mm_loadu_ps(pj.vel.get_unchecked(j($k)).as_ptr())
             };
         }
         // Velocities and densities (x, y, z, d) of eight particles, by component.
         let [vjx, vjy, vjz, dj] = columns([v!(0), v!(1), v!(2), v!(3), v!(4), v!(5), v!(6), v!(7)]);
         let p = _mm256_i32gather_ps::<4>(pj.press.as_ptr(), idx);
-        let m = _mm256_i32gather_ps::<4>((pj.pos.as_ptr() as *const f32).add(3), _mm256_slli_epi32::<2>(idx));
         // rho = rho0 (1 + d).
         let rho = _mm256_mul_ps(_mm256_set1_ps(pj.rho0), _mm256_add_ps(_mm256_set1_ps(1.0), dj));
         // Wendland C2: q = |r| / h, t = 1 - q/2, f = a_f t³ (0 from q = 2).
@@ -407,109 +520,112 @@ fn pad(near: &mut NearList, n: usize, pad: u32) {
     }
 }
 
-/// `Physics::fluid_pair` of fluid particle i (index `i`) with the first `n` neighbours of
-/// the list, added in the list's order: the same sums, bit for bit.
-///
-/// # Safety
-/// AVX2 and POPCNT ([`avx2`]); every listed j indexes `pj`'s arrays, and so does `i`.
+/// The terms of eight fluid pairs, by pair as (x, y, z, w) ([`transpose`]'s layout): `-a`
+/// (minus the pressure acceleration, the continuity term), `b` (the viscous acceleration,
+/// the diffusion term), the shifting sums (`gc`, when shifting is on) and `|mu|` by lane.
+struct Terms {
+    minus_a: [__m256; 4],
+    plus_b: [__m256; 4],
+    gc: [__m256; 4],
+    mu: __m256,
+}
+
+/// `Physics::fluid_pair`'s terms of the eight pairs `l` of particle i (density `rho_i`,
+/// pressure `p_i`), the float32 operations of the scalar formulas lane by lane. With `MASKED`,
+/// the terms of the lanes not in `keep` are -0 (adding -0 leaves any sum's bits as they are).
 #[target_feature(enable = "avx2,popcnt")]
-pub(crate) unsafe fn fluid_pairs(
-    lp: &LanePhysics,
-    i: usize,
-    pi: &PairI,
-    near: &mut NearList,
-    n: usize,
-    pj: PairJ,
-) -> Accum {
-    pad(near, n, i as u32);
-    let near = &*near;
+#[inline]
+fn pair_terms<const MASKED: bool>(lp: &LanePhysics, rho_i: __m256, p_i: __m256, l: &Lanes, keep: __m256) -> Terms {
     let neg0 = _mm256_set1_ps(-0.0);
-    let (rho_i, p_i) = (_mm256_set1_ps(pi.rho), _mm256_set1_ps(pi.p));
     let (h, eta2) = (_mm256_set1_ps(lp.h), _mm256_set1_ps(lp.eta2));
-    let step = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    // (acc, drho) and (grad_c, div_r) as (x, y, z, w).
-    let mut acc = _mm_setzero_ps();
-    let mut shift = _mm_setzero_ps();
-    let mut visc_max = _mm256_setzero_ps();
-    let mut b = 0;
-    while b < n {
-        // SAFETY: the list is padded to a multiple of 8 with valid indices.
-        let l = unsafe { load(lp, pi, near, b, pj) };
-        let vr = dot(l.vx, l.vy, l.vz, l.rx, l.ry, l.rz);
-        // Pressure: acc -= gw (m_j (p_i + p_j) / (rho_i rho_j)).
-        let p_term = _mm256_div_ps(_mm256_add_ps(p_i, l.p), _mm256_mul_ps(rho_i, l.rho));
-        let s = _mm256_mul_ps(l.m, p_term);
-        let (ax, ay, az) = (_mm256_mul_ps(l.gx, s), _mm256_mul_ps(l.gy, s), _mm256_mul_ps(l.gz, s));
-        // Monaghan: mu = h v.r / (r² + eta²), pi = -alpha c0 mu / rho_mean, gw (-m_j pi)
-        // when v.r < 0, else +0.
-        let r2_eta2 = _mm256_add_ps(l.r2, eta2);
-        let mu = _mm256_div_ps(_mm256_mul_ps(h, vr), r2_eta2);
-        let rho_mean = _mm256_mul_ps(_mm256_set1_ps(0.5), _mm256_add_ps(rho_i, l.rho));
-        let pi_ab = _mm256_div_ps(_mm256_mul_ps(_mm256_set1_ps(lp.neg_alpha_c0), mu), rho_mean);
-        let coef = _mm256_mul_ps(_mm256_xor_ps(l.m, neg0), pi_ab);
-        // Not `v.r >= 0` (true for NaN, as in the scalar formula).
-        let approaching = _mm256_cmp_ps::<_CMP_NGE_UQ>(vr, _mm256_setzero_ps());
-        let coef_x = _mm256_mul_ps(l.gx, coef);
-        let coef_y = _mm256_mul_ps(l.gy, coef);
-        let coef_z = _mm256_mul_ps(l.gz, coef);
-        let (bx, by, bz) = (
-            _mm256_and_ps(coef_x, approaching),
-            _mm256_and_ps(coef_y, approaching),
-            _mm256_and_ps(coef_z, approaching),
-        );
-        // Continuity: m_j v.gw.
-        let cont = _mm256_mul_ps(l.m, dot(l.vx, l.vy, l.vz, l.gx, l.gy, l.gz));
-        // Diffusion between fluid particles: ((((dhc0 2) (rho_j - rho_i)) (-r).gw) /
-        // (r² + eta²)) vol_j; -0 (adds nothing) for a boundary j.
-        let diff = if lp.diffusion {
-            let nr = (_mm256_xor_ps(l.rx, neg0), _mm256_xor_ps(l.ry, neg0), _mm256_xor_ps(l.rz, neg0));
-            let d = _mm256_mul_ps(_mm256_set1_ps(lp.delta_h_c0_2), _mm256_sub_ps(l.rho, rho_i));
-            let d = _mm256_div_ps(_mm256_mul_ps(d, dot(nr.0, nr.1, nr.2, l.gx, l.gy, l.gz)), r2_eta2);
-            let d = _mm256_mul_ps(d, _mm256_div_ps(l.m, l.rho));
-            _mm256_blendv_ps(neg0, d, l.fluid)
-        } else {
-            neg0
-        };
-        let valid = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32((n - b) as i32), step));
-        let vm = _mm256_and_ps(_mm256_andnot_ps(neg0, mu), valid);
-        // max(new, old) keeps old where new is NaN, as f32::max(old, new) does.
-        visc_max = _mm256_max_ps(vm, visc_max);
-        // The terms by pair, then added in order.
-        let minus_a = transpose(_mm256_xor_ps(ax, neg0), _mm256_xor_ps(ay, neg0), _mm256_xor_ps(az, neg0), cont);
-        let plus_b = transpose(bx, by, bz, diff);
-        let count = (n - b).min(LANES);
-        if lp.shifting {
-            let vol = _mm256_div_ps(l.m, l.rho);
-            let div = _mm256_mul_ps(vol, dot(l.rx, l.ry, l.rz, l.gx, l.gy, l.gz));
-            let gc = transpose(
-                _mm256_mul_ps(l.gx, vol),
-                _mm256_mul_ps(l.gy, vol),
-                _mm256_mul_ps(l.gz, vol),
-                _mm256_xor_ps(div, neg0),
-            );
-            if count == LANES {
-                for k in 0..LANES {
-                    acc = _mm_add_ps(_mm_add_ps(acc, pick(&minus_a, k)), pick(&plus_b, k));
-                    shift = _mm_add_ps(shift, pick(&gc, k));
-                }
-            } else {
-                for k in 0..count {
-                    acc = _mm_add_ps(_mm_add_ps(acc, pick(&minus_a, k)), pick(&plus_b, k));
-                    shift = _mm_add_ps(shift, pick(&gc, k));
-                }
-            }
-        } else if count == LANES {
-            // The same adds, unrolled (registers, no stack copies).
+    let vr = dot(l.vx, l.vy, l.vz, l.rx, l.ry, l.rz);
+    // Pressure: acc -= gw (m_j (p_i + p_j) / (rho_i rho_j)).
+    let p_term = _mm256_div_ps(_mm256_add_ps(p_i, l.p), _mm256_mul_ps(rho_i, l.rho));
+    let s = _mm256_mul_ps(l.m, p_term);
+    let (ax, ay, az) = (_mm256_mul_ps(l.gx, s), _mm256_mul_ps(l.gy, s), _mm256_mul_ps(l.gz, s));
+    // Monaghan: mu = h v.r / (r² + eta²), pi = -alpha c0 mu / rho_mean, gw (-m_j pi)
+    // when v.r < 0, else +0.
+    let r2_eta2 = _mm256_add_ps(l.r2, eta2);
+    let mu = _mm256_div_ps(_mm256_mul_ps(h, vr), r2_eta2);
+    let rho_mean = _mm256_mul_ps(_mm256_set1_ps(0.5), _mm256_add_ps(rho_i, l.rho));
+    let pi_ab = _mm256_div_ps(_mm256_mul_ps(_mm256_set1_ps(lp.neg_alpha_c0), mu), rho_mean);
+    let coef = _mm256_mul_ps(_mm256_xor_ps(l.m, neg0), pi_ab);
+    // Not `v.r >= 0` (true for NaN, as in the scalar formula).
+    let approaching = _mm256_cmp_ps::<_CMP_NGE_UQ>(vr, _mm256_setzero_ps());
+    let coef_x = _mm256_mul_ps(l.gx, coef);
+    let coef_y = _mm256_mul_ps(l.gy, coef);
+    let coef_z = _mm256_mul_ps(l.gz, coef);
+    let (bx, by, bz) =
+        (_mm256_and_ps(coef_x, approaching), _mm256_and_ps(coef_y, approaching), _mm256_and_ps(coef_z, approaching));
+    // Continuity: m_j v.gw.
+    let cont = _mm256_mul_ps(l.m, dot(l.vx, l.vy, l.vz, l.gx, l.gy, l.gz));
+    // Diffusion between fluid particles: ((((dhc0 2) (rho_j - rho_i)) (-r).gw) /
+    // (r² + eta²)) vol_j; -0 (adds nothing) for a boundary j.
+    let diff = if lp.diffusion {
+        let nr = (_mm256_xor_ps(l.rx, neg0), _mm256_xor_ps(l.ry, neg0), _mm256_xor_ps(l.rz, neg0));
+        let d = _mm256_mul_ps(_mm256_set1_ps(lp.delta_h_c0_2), _mm256_sub_ps(l.rho, rho_i));
+        let d = _mm256_div_ps(_mm256_mul_ps(d, dot(nr.0, nr.1, nr.2, l.gx, l.gy, l.gz)), r2_eta2);
+        let d = _mm256_mul_ps(d, _mm256_div_ps(l.m, l.rho));
+        _mm256_blendv_ps(neg0, d, l.fluid)
+    } else {
+        neg0
+    };
+    let off = |v: __m256| if MASKED { _mm256_blendv_ps(neg0, v, keep) } else { v };
+    let minus_a = transpose(
+        off(_mm256_xor_ps(ax, neg0)),
+        off(_mm256_xor_ps(ay, neg0)),
+        off(_mm256_xor_ps(az, neg0)),
+        off(cont),
+    );
+    let plus_b = transpose(off(bx), off(by), off(bz), off(diff));
+    let gc = if lp.shifting {
+        let vol = _mm256_div_ps(l.m, l.rho);
+        let div = _mm256_mul_ps(vol, dot(l.rx, l.ry, l.rz, l.gx, l.gy, l.gz));
+        transpose(
+            off(_mm256_mul_ps(l.gx, vol)),
+            off(_mm256_mul_ps(l.gy, vol)),
+            off(_mm256_mul_ps(l.gz, vol)),
+            off(_mm256_xor_ps(div, neg0)),
+        )
+    } else {
+        [neg0; 4]
+    };
+    Terms { minus_a, plus_b, gc, mu: _mm256_and_ps(_mm256_andnot_ps(neg0, mu), keep) }
+}
+
+/// Add the terms of the first `count` pairs of `t` to the sums, pair after pair: `acc +=
+/// -a` then `acc += b`, and `shift += gc` when shifting.
+#[target_feature(enable = "avx2,popcnt")]
+#[inline]
+fn add_terms(acc: &mut __m128, shift: &mut __m128, t: &Terms, shifting: bool, count: usize) {
+    if shifting {
+        if count == LANES {
             for k in 0..LANES {
-                acc = _mm_add_ps(_mm_add_ps(acc, pick(&minus_a, k)), pick(&plus_b, k));
+                *acc = _mm_add_ps(_mm_add_ps(*acc, pick(&t.minus_a, k)), pick(&t.plus_b, k));
+                *shift = _mm_add_ps(*shift, pick(&t.gc, k));
             }
         } else {
             for k in 0..count {
-                acc = _mm_add_ps(_mm_add_ps(acc, pick(&minus_a, k)), pick(&plus_b, k));
+                *acc = _mm_add_ps(_mm_add_ps(*acc, pick(&t.minus_a, k)), pick(&t.plus_b, k));
+                *shift = _mm_add_ps(*shift, pick(&t.gc, k));
             }
         }
-        b += LANES;
+    } else if count == LANES {
+        // The same adds, unrolled (registers, no stack copies).
+        for k in 0..LANES {
+            *acc = _mm_add_ps(_mm_add_ps(*acc, pick(&t.minus_a, k)), pick(&t.plus_b, k));
+        }
+    } else {
+        for k in 0..count {
+            *acc = _mm_add_ps(_mm_add_ps(*acc, pick(&t.minus_a, k)), pick(&t.plus_b, k));
+        }
     }
+}
+
+/// The sums of [`fluid_pairs`] and [`fluid_pairs_listed`] as an `Accum`.
+#[target_feature(enable = "avx2,popcnt")]
+#[inline]
+fn accum(acc: __m128, shift: __m128, visc_max: __m256) -> Accum {
     let mut v = [0.0f32; 8];
     // SAFETY: 8 floats.
     unsafe { _mm256_storeu_ps(v.as_mut_ptr(), visc_max) };
@@ -526,6 +642,117 @@ pub(crate) unsafe fn fluid_pairs(
         grad_c: V3::new(s[0], s[1], s[2]),
         div_r: s[3],
     }
+}
+
+/// `Physics::fluid_pair` of fluid particle i (index `i`) with the first `n` neighbours of
+/// the list, added in the list's order: the same sums, bit for bit.
+///
+/// # Safety
+/// AVX2 and POPCNT ([`avx2`]); every listed j indexes `pj`'s arrays, and so does `i`.
+#[target_feature(enable = "avx2,popcnt")]
+pub(crate) unsafe fn fluid_pairs(
+    lp: &LanePhysics,
+    i: usize,
+    pi: &PairI,
+    near: &mut NearList,
+    n: usize,
+    pj: PairJ,
+) -> Accum {
+    pad(near, n, i as u32);
+    let near = &*near;
+    let (rho_i, p_i) = (_mm256_set1_ps(pi.rho), _mm256_set1_ps(pi.p));
+    let step = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    // (acc, drho) and (grad_c, div_r) as (x, y, z, w).
+    let mut acc = _mm_setzero_ps();
+    let mut shift = _mm_setzero_ps();
+    let mut visc_max = _mm256_setzero_ps();
+    let mut b = 0;
+    while b < n {
+        // SAFETY: the list is padded to a multiple of 8 with valid indices.
+        let l = unsafe { load(lp, pi, near, b, pj) };
+        let valid = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32((n - b) as i32), step));
+        let t = pair_terms::<false>(lp, rho_i, p_i, &l, valid);
+        // max(new, old) keeps old where new is NaN, as f32::max(old, new) does.
+        visc_max = _mm256_max_ps(t.mu, visc_max);
+        add_terms(&mut acc, &mut shift, &t, lp.shifting, (n - b).min(LANES));
+        b += LANES;
+    }
+    accum(acc, shift, visc_max)
+}
+
+/// [`filter_near`] and [`fluid_pairs`] in one loop, for fluid particle i at offset `oi`
+/// with its Verlet list's `entries` (and `verlet::PAD` more after them): each group of eight
+/// candidates is tested and its pairs computed at once, the candidates outside the support
+/// adding -0 (nothing) to the sums. The same sums, bit for bit, without storing the
+/// neighbours and loading them back; the pair formulas run on the candidates outside the
+/// support too (about one in six in 2D).
+///
+/// # Safety
+/// AVX2 and POPCNT ([`avx2`]); every entry's index (those of the padding too) indexes `pj`'s
+/// arrays.
+#[allow(clippy::too_many_arguments)]
+#[target_feature(enable = "avx2,popcnt")]
+pub(crate) unsafe fn fluid_pairs_listed(
+    lp: &LanePhysics,
+    pi: &PairI,
+    entries: &[u32],
+    oi: V3,
+    cell: [f32; 3],
+    support2: f32,
+    pj: PairJ,
+) -> Accum {
+    let count = entries.len() - crate::verlet::PAD;
+    let (s2, zero) = (_mm256_set1_ps(support2), _mm256_setzero_ps());
+    let (tx, ty, tz) = (shift_table(cell[0]), shift_table(cell[1]), shift_table(cell[2]));
+    let (ox, oy, oz) = (_mm256_set1_ps(oi.x), _mm256_set1_ps(oi.y), _mm256_set1_ps(oi.z));
+    let index = _mm256_set1_epi32(VerletList::INDEX as i32);
+    let boundary = _mm256_set1_epi32(NearList::BOUNDARY as i32);
+    let (rho_i, p_i) = (_mm256_set1_ps(pi.rho), _mm256_set1_ps(pi.p));
+    let step = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    let ep = entries.as_ptr();
+    let mut acc = _mm_setzero_ps();
+    let mut shift = _mm_setzero_ps();
+    let mut visc_max = _mm256_setzero_ps();
+    let mut b = 0;
+    while b < count {
+        // SAFETY: b < count, and PAD >= LANES entries follow the last one; their indices
+        // index `pj`'s arrays (the caller's guarantee).
+        unsafe {
+            let e = _mm256_loadu_si256(ep.add(b) as *const __m256i);
+            let bits = VerletList::INDEX_BITS as i32;
+            let sx = _mm256_permutevar8x32_ps(tx, _mm256_srl_epi32(e, _mm_cvtsi32_si128(bits)));
+            let sy = _mm256_permutevar8x32_ps(ty, _mm256_srl_epi32(e, _mm_cvtsi32_si128(bits + 2)));
+            let sz = _mm256_permutevar8x32_ps(tz, _mm256_srl_epi32(e, _mm_cvtsi32_si128(bits + 4)));
+            let (bx, by, bz) = (_mm256_sub_ps(ox, sx), _mm256_sub_ps(oy, sy), _mm256_sub_ps(oz, sz));
+            let j = |k: usize| (*ep.add(b + k) & VerletList::INDEX) as usize;
+            macro_rules! p {
+                ($k:expr) => {
+                    _mm_loadu_ps(pj.pos.get_unchecked(j($k)).as_ptr())
+                };
+            }
+            // Positions (x, y, z, m) of eight candidates, by component.
+            let [xj, yj, zj, m] = columns([p!(0), p!(1), p!(2), p!(3), p!(4), p!(5), p!(6), p!(7)]);
+            let (rx, ry, rz) = (_mm256_sub_ps(bx, xj), _mm256_sub_ps(by, yj), _mm256_sub_ps(bz, zj));
+            let r2 = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(rx, rx), _mm256_mul_ps(ry, ry)), _mm256_mul_ps(rz, rz));
+            let mut inside =
+                _mm256_and_ps(_mm256_cmp_ps::<_CMP_LT_OQ>(r2, s2), _mm256_cmp_ps::<_CMP_GT_OQ>(r2, zero));
+            if count - b < LANES {
+                // Lanes past the particle's entries (the next particle's, or the padding) are off.
+                let valid = _mm256_cmpgt_epi32(_mm256_set1_epi32((count - b) as i32), step);
+                inside = _mm256_and_ps(inside, _mm256_castsi256_ps(valid));
+            }
+            if _mm256_movemask_ps(inside) != 0 {
+                let idx = _mm256_and_si256(e, index);
+                let fluid = _mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_and_si256(e, boundary), _mm256_setzero_si256()));
+                let l = lanes_of(lp, pi, [rx, ry, rz, r2], idx, fluid, m, j, pj);
+                let t = pair_terms::<true>(lp, rho_i, p_i, &l, inside);
+                visc_max = _mm256_max_ps(t.mu, visc_max);
+                add_terms(&mut acc, &mut shift, &t, lp.shifting, LANES);
+            }
+        }
+        b += LANES;
+    }
+    accum(acc, shift, visc_max)
 }
 
 /// `Physics::boundary_pair` of boundary particle i (index `i`) with the first `n` (fluid)

@@ -75,6 +75,9 @@ pub struct CpuBackend {
     spawned: u64,
     /// The time of the next force pass, for the inlets' prescribed velocities.
     time: f64,
+    /// The last `forces(Part::Edges)` computed the inner part too (a backend alone), so the
+    /// next `forces(Part::Inner)` has nothing to do.
+    inner_done: bool,
 }
 
 impl CpuBackend {
@@ -129,6 +132,7 @@ impl CpuBackend {
             outflow: 0,
             spawned: 0,
             time: 0.0,
+            inner_done: false,
         };
         be.solo_rebuild(&map, true).map_err(|f| f.to_string())?;
         Ok(be)
@@ -251,6 +255,7 @@ impl Backend for CpuBackend {
     ) -> Result<(), Failure> {
         // The particles move in storage (and the cell table changes): the Verlet list goes.
         self.search.list.invalidate();
+        self.inner_done = false;
         let own = self.own.clone();
         let held = self.a.len();
         let mut leaving = Vec::new();
@@ -379,15 +384,30 @@ impl Backend for CpuBackend {
                     let range = mdbc_range.clone();
                     pool.install(|| mdbc::mdbc(case, consts, grid, cell_start, a, range));
                 }
-                self.pass = ForceStats::default();
                 let [l, r] = self.edges.clone();
-                let s = self.run_forces(l, true);
-                let t = self.run_forces(r, false);
-                self.pass = max_stats(s, t);
+                let inner = self.edges[0].end..self.edges[1].start;
+                // Alone (a backend without neighbours: nothing is exchanged between the two
+                // parts), the inner part too, in the same task of the pool: each `install`
+                // from the caller's thread wakes the pool's threads and waits for them.
+                let alone = Side::BOTH.iter().all(|&side| self.map.neighbour(self.me, side).is_none());
+                let CpuBackend { case, consts, grid, a, cell_start, search, pool, own, .. } = self;
+                let own = own.clone();
+                self.pass = pool.install(|| {
+                    let mut run = |range, pressures| {
+                        forces::forces(case, consts, grid, cell_start, a, search, range, own.clone(), pressures)
+                    };
+                    let s = run(l, true);
+                    let t = run(r, false);
+                    let u = if alone { run(inner, false) } else { ForceStats::default() };
+                    max_stats(max_stats(s, t), u)
+                });
+                self.inner_done = alone;
             }
             Part::Inner => {
-                let s = self.run_forces(self.edges[0].end..self.edges[1].start, false);
-                self.pass = max_stats(self.pass, s);
+                if !std::mem::take(&mut self.inner_done) {
+                    let s = self.run_forces(self.edges[0].end..self.edges[1].start, false);
+                    self.pass = max_stats(self.pass, s);
+                }
             }
         }
         Ok(())
@@ -480,6 +500,7 @@ impl Backend for CpuBackend {
         a.take_from(&mut state.into_arrays(), want);
         self.a = a;
         self.search.list.invalidate();
+        self.inner_done = false;
         self.own = 0..n;
         self.edges = [0..0, 0..0];
         self.mdbc_range = 0..0;

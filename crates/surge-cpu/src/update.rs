@@ -7,6 +7,9 @@ use surge_core::grid::Grid;
 use surge_core::motion::{Damping, SolidMove};
 use surge_core::V3;
 
+/// Particles per task of the update.
+const CHUNK: usize = 512;
+
 /// What one particle's update produced: displacement, speed, and its id when not finite.
 type Moved = (f32, f32, Option<u32>);
 
@@ -86,16 +89,27 @@ pub(crate) fn update(
         *vel = v1.with_w(d1);
         (disp, v1.norm2().sqrt(), if ok { None } else { Some(info[i][0]) })
     };
+    // A task per chunk of particles, each a plain loop (rayon's plumbing per particle, with
+    // five zipped slices, cost more than the update itself); the merge is order-free.
     let moved = match which {
-        Update::Predictor | Update::Corrector => {
-            (pos.par_iter_mut(), vel.par_iter_mut(), vel_prev.par_iter_mut(), pos_prev.par_iter_mut())
-                .into_par_iter()
-                .zip(force.par_iter())
-                .enumerate()
-                .map(|(i, ((pos, vel, vel_prev, pos_prev), f))| {
+        Update::Predictor | Update::Corrector => (
+            pos.par_chunks_mut(CHUNK),
+            vel.par_chunks_mut(CHUNK),
+            vel_prev.par_chunks_mut(CHUNK),
+            pos_prev.par_chunks_mut(CHUNK),
+        )
+            .into_par_iter()
+            .zip(force.par_chunks(CHUNK))
+            .enumerate()
+            .map(|(c, ((pos, vel, vel_prev, pos_prev), force))| {
+                let mut moved = (0.0, 0.0, None);
+                for (k, (((pos, vel), (vel_prev, pos_prev)), f)) in
+                    pos.iter_mut().zip(vel.iter_mut()).zip(vel_prev.iter_mut().zip(pos_prev.iter_mut())).zip(force).enumerate()
+                {
+                    let i = c * CHUNK + k;
                     let fluid = info[i][1] == Kind::Fluid as u32;
                     let (acc, dd) = (V3::from4(*f), f[3]);
-                    if which == Update::Predictor {
+                    let m = if which == Update::Predictor {
                         *pos_prev = *pos;
                         *vel_prev = *vel;
                         let (x, v, d) = (V3::from4(*pos), V3::from4(*vel), vel[3]);
@@ -107,30 +121,45 @@ pub(crate) fn update(
                         let v1 = if fluid { v0 + acc * dt } else { v0 };
                         let (x1, v1) = solid_at(i, *pos_prev).unwrap_or((x0 + (v0 + v1) * half, v1));
                         finish(i, fluid, pos, vel, x1, v1, d0 + dd * dt)
+                    };
+                    moved = merge(moved, m);
+                }
+                moved
+            })
+            .reduce(|| (0.0, 0.0, None), merge),
+        Update::Verlet | Update::VerletEuler => {
+            (pos.par_chunks_mut(CHUNK), vel.par_chunks_mut(CHUNK), vel_prev.par_chunks_mut(CHUNK))
+                .into_par_iter()
+                .zip(force.par_chunks(CHUNK))
+                .enumerate()
+                .map(|(c, ((pos, vel, vel_prev), force))| {
+                    let mut moved = (0.0, 0.0, None);
+                    for (k, (((pos, vel), vel_prev), f)) in
+                        pos.iter_mut().zip(vel.iter_mut()).zip(vel_prev.iter_mut()).zip(force).enumerate()
+                    {
+                        let i = c * CHUNK + k;
+                        let fluid = info[i][1] == Kind::Fluid as u32;
+                        let (x, v, d) = (V3::from4(*pos), V3::from4(*vel), vel[3]);
+                        let (acc, dd) = (V3::from4(*f), f[3]);
+                        // Verlet steps from one step back over 2 dt; the Euler step from now over dt.
+                        let (vb, db, k) = if which == Update::Verlet {
+                            (V3::from4(*vel_prev), vel_prev[3], 2.0 * dt)
+                        } else {
+                            (v, d, dt)
+                        };
+                        *vel_prev = *vel;
+                        let m = if fluid {
+                            finish(i, fluid, pos, vel, x + v * dt + acc * (half * dt), vb + acc * k, db + dd * k)
+                        } else {
+                            let (x1, v1) = solid_at(i, *pos).unwrap_or((x + v * dt, v));
+                            finish(i, fluid, pos, vel, x1, v1, db + dd * k)
+                        };
+                        moved = merge(moved, m);
                     }
+                    moved
                 })
                 .reduce(|| (0.0, 0.0, None), merge)
         }
-        Update::Verlet | Update::VerletEuler => (pos.par_iter_mut(), vel.par_iter_mut(), vel_prev.par_iter_mut())
-            .into_par_iter()
-            .zip(force.par_iter())
-            .enumerate()
-            .map(|(i, ((pos, vel, vel_prev), f))| {
-                let fluid = info[i][1] == Kind::Fluid as u32;
-                let (x, v, d) = (V3::from4(*pos), V3::from4(*vel), vel[3]);
-                let (acc, dd) = (V3::from4(*f), f[3]);
-                // Verlet steps from one step back over 2 dt; the Euler step from now over dt.
-                let (vb, db, k) =
-                    if which == Update::Verlet { (V3::from4(*vel_prev), vel_prev[3], 2.0 * dt) } else { (v, d, dt) };
-                *vel_prev = *vel;
-                if fluid {
-                    finish(i, fluid, pos, vel, x + v * dt + acc * (half * dt), vb + acc * k, db + dd * k)
-                } else {
-                    let (x1, v1) = solid_at(i, *pos).unwrap_or((x + v * dt, v));
-                    finish(i, fluid, pos, vel, x1, v1, db + dd * k)
-                }
-            })
-            .reduce(|| (0.0, 0.0, None), merge),
     };
     let (disp_max, vel_max, bad) = moved;
     match bad {

@@ -94,31 +94,41 @@ impl VerletList {
         self.built
     }
 
+    /// Whether two lists hold the same entries for the same particles.
+    #[cfg(test)]
+    pub(crate) fn same_entries(&self, other: &VerletList) -> bool {
+        (self.built, self.len, &self.listed, &self.end, &self.blocks)
+            == (other.built, other.len, &other.listed, &other.end, &other.blocks)
+    }
+
     /// Whether a list can serve a backend of `n` particles on a stencil reaching `reach`
     /// cells with this skin.
     pub(crate) fn usable(&self, n: usize, reach: i32, skin: f64, support: f64) -> bool {
         !self.off && n < (1 << Self::INDEX_BITS) && reach == 1 && Self::MARGIN * skin > 1e-3 * support
     }
 
-    /// Whether the list is built for these `n` particles, covers `listed` and is still complete
-    /// for the positions `pos` (`search` holds the build's positions).
-    pub(crate) fn valid(&self, n: usize, listed: &Range<usize>, pos: &[[f32; 4]], search: &NeighbourSearch) -> bool {
-        if !self.built || self.len != n || listed.start < self.listed.start || listed.end > self.listed.end {
-            return false;
-        }
+    /// Whether the list is built for these `n` particles and covers `listed` (`search`
+    /// holding the build's positions): then [`VerletList::complete`] tells whether it still
+    /// serves.
+    pub(crate) fn covers(&self, n: usize, listed: &Range<usize>, search: &NeighbourSearch) -> bool {
+        self.built
+            && self.len == n
+            && listed.start >= self.listed.start
+            && listed.end <= self.listed.end
+            && search.axes[0].len() >= n
+    }
+
+    /// The square of particle i's displacement at offset `p` from where the build saw it.
+    #[inline(always)]
+    pub(crate) fn moved2(i: usize, p: &[f32; 4], search: &NeighbourSearch) -> f64 {
         let [x, y, z] = &search.axes;
-        if x.len() < n {
-            return false;
-        }
-        let moved2 = pos
-            .par_iter()
-            .enumerate()
-            .with_min_len(1024)
-            .map(|(i, p)| {
-                let d = [p[0] as f64 - x[i] as f64, p[1] as f64 - y[i] as f64, p[2] as f64 - z[i] as f64];
-                d[0] * d[0] + d[1] * d[1] + d[2] * d[2]
-            })
-            .reduce(|| 0.0, f64::max);
+        let d = [p[0] as f64 - x[i] as f64, p[1] as f64 - y[i] as f64, p[2] as f64 - z[i] as f64];
+        d[0] * d[0] + d[1] * d[1] + d[2] * d[2]
+    }
+
+    /// Whether a list that [`VerletList::covers`] the particles is still complete when the
+    /// largest of their [`VerletList::moved2`] is `moved2`.
+    pub(crate) fn complete(&self, moved2: f64) -> bool {
         // False for NaN: built again, the stencil's way.
         moved2 <= self.allowed * self.allowed
     }
@@ -129,11 +139,12 @@ impl VerletList {
     }
 
     /// Build the list of the particles `listed` of the `n` held, `what(i)` telling what i
-    /// lists. `candidates(i, fluid_only, r2, stencil, near)` makes `stencil` the stencil of
-    /// i's cell and lists into `near` the particles j of its cells (fluid ones when
-    /// `fluid_only`) with `r_ij² < r2`, in stencil order then storage order (i itself
-    /// included), and returns their number. Candidates: `r² < (support + margin)²` and j ≠ i
-    /// (the pass's test is `0 < r² < support²`).
+    /// lists. `candidates(i, fluid_only, r2, stencil, near, entries)` makes `stencil` the
+    /// stencil of i's cell and appends to `entries` the entries of the particles j ≠ i of its
+    /// cells (fluid ones when `fluid_only`) with `r_ij² < r2`, in stencil order then storage
+    /// order (`near` is scratch space): [`append_entries`] after the stencil search, or
+    /// `lanes::list_candidates`. Candidates: `r² < (support + margin)²` and j ≠ i (the pass's
+    /// test is `0 < r² < support²`).
     pub(crate) fn build(
         &mut self,
         n: usize,
@@ -141,7 +152,7 @@ impl VerletList {
         support: f64,
         skin: f64,
         what: impl Fn(usize) -> Lists + Sync,
-        candidates: impl Fn(usize, bool, f32, &mut Stencil, &mut NearList) -> usize + Sync,
+        candidates: impl Fn(usize, bool, f32, &mut Stencil, &mut NearList, &mut Vec<u32>) + Sync,
     ) {
         let margin = Self::MARGIN * skin;
         let r2 = ((support + margin) * (support + margin)) as f32;
@@ -161,24 +172,7 @@ impl VerletList {
                     let i = b * BLOCK + k;
                     let what = if listed.contains(&i) { what(i) } else { Lists::Nothing };
                     if what != Lists::Nothing {
-                        let fluid_only = what == Lists::Fluid;
-                        let hits = candidates(i, fluid_only, r2, stencil, near);
-                        // The stencil cell of each candidate, in order (its displacement bits).
-                        let cells = if fluid_only { &stencil.fluid } else { &stencil.cells };
-                        let mut c = 0;
-                        for &jb in &near.j[..hits] {
-                            let j = (jb & !NearList::BOUNDARY) as usize;
-                            if j == i {
-                                continue;
-                            }
-                            while {
-                                let StencilCell { s, mid, e, .. } = cells[c];
-                                !(s <= j && j < if fluid_only { mid } else { e })
-                            } {
-                                c += 1;
-                            }
-                            entries.push(jb | cells[c].code);
-                        }
+                        candidates(i, what == Lists::Fluid, r2, stencil, near, entries);
                     }
                     *end = entries.len() as u32;
                 }
@@ -216,6 +210,27 @@ impl VerletList {
             return None;
         }
         Some(&self.blocks[i / BLOCK][self.start(i)..self.end[i] as usize + PAD])
+    }
+}
+
+/// Append to `entries` the entries of the particles `near` that the stencil search listed for
+/// particle i (`stencil` made around its cell; fluid ones when `fluid_only`), i itself left
+/// out: each j with its stencil cell's displacement bits.
+pub(crate) fn append_entries(i: usize, fluid_only: bool, stencil: &Stencil, near: &[u32], entries: &mut Vec<u32>) {
+    let cells = if fluid_only { &stencil.fluid } else { &stencil.cells };
+    let mut c = 0;
+    for &jb in near {
+        let j = (jb & !NearList::BOUNDARY) as usize;
+        if j == i {
+            continue;
+        }
+        while {
+            let StencilCell { s, mid, e, .. } = cells[c];
+            !(s <= j && j < if fluid_only { mid } else { e })
+        } {
+            c += 1;
+        }
+        entries.push(jb | cells[c].code);
     }
 }
 
