@@ -571,12 +571,8 @@ fn pair_terms<const MASKED: bool>(lp: &LanePhysics, rho_i: __m256, p_i: __m256, 
         neg0
     };
     let off = |v: __m256| if MASKED { _mm256_blendv_ps(neg0, v, keep) } else { v };
-    let minus_a = transpose(
-        off(_mm256_xor_ps(ax, neg0)),
-        off(_mm256_xor_ps(ay, neg0)),
-        off(_mm256_xor_ps(az, neg0)),
-        off(cont),
-    );
+    let minus_a =
+        transpose(off(_mm256_xor_ps(ax, neg0)), off(_mm256_xor_ps(ay, neg0)), off(_mm256_xor_ps(az, neg0)), off(cont));
     let plus_b = transpose(off(bx), off(by), off(bz), off(diff));
     let gc = if lp.shifting {
         let vol = _mm256_div_ps(l.m, l.rho);
@@ -734,8 +730,7 @@ pub(crate) unsafe fn fluid_pairs_listed(
             let [xj, yj, zj, m] = columns([p!(0), p!(1), p!(2), p!(3), p!(4), p!(5), p!(6), p!(7)]);
             let (rx, ry, rz) = (_mm256_sub_ps(bx, xj), _mm256_sub_ps(by, yj), _mm256_sub_ps(bz, zj));
             let r2 = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(rx, rx), _mm256_mul_ps(ry, ry)), _mm256_mul_ps(rz, rz));
-            let mut inside =
-                _mm256_and_ps(_mm256_cmp_ps::<_CMP_LT_OQ>(r2, s2), _mm256_cmp_ps::<_CMP_GT_OQ>(r2, zero));
+            let mut inside = _mm256_and_ps(_mm256_cmp_ps::<_CMP_LT_OQ>(r2, s2), _mm256_cmp_ps::<_CMP_GT_OQ>(r2, zero));
             if count - b < LANES {
                 // Lanes past the particle's entries (the next particle's, or the padding) are off.
                 let valid = _mm256_cmpgt_epi32(_mm256_set1_epi32((count - b) as i32), step);
@@ -743,7 +738,8 @@ pub(crate) unsafe fn fluid_pairs_listed(
             }
             if _mm256_movemask_ps(inside) != 0 {
                 let idx = _mm256_and_si256(e, index);
-                let fluid = _mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_and_si256(e, boundary), _mm256_setzero_si256()));
+                let fluid =
+                    _mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_and_si256(e, boundary), _mm256_setzero_si256()));
                 let l = lanes_of(lp, pi, [rx, ry, rz, r2], idx, fluid, m, j, pj);
                 let t = pair_terms::<true>(lp, rho_i, p_i, &l, inside);
                 visc_max = _mm256_max_ps(t.mu, visc_max);

@@ -103,8 +103,12 @@ pub(crate) fn update(
             .enumerate()
             .map(|(c, ((pos, vel, vel_prev, pos_prev), force))| {
                 let mut moved = (0.0, 0.0, None);
-                for (k, (((pos, vel), (vel_prev, pos_prev)), f)) in
-                    pos.iter_mut().zip(vel.iter_mut()).zip(vel_prev.iter_mut().zip(pos_prev.iter_mut())).zip(force).enumerate()
+                for (k, (((pos, vel), (vel_prev, pos_prev)), f)) in pos
+                    .iter_mut()
+                    .zip(vel.iter_mut())
+                    .zip(vel_prev.iter_mut().zip(pos_prev.iter_mut()))
+                    .zip(force)
+                    .enumerate()
                 {
                     let i = c * CHUNK + k;
                     let fluid = info[i][1] == Kind::Fluid as u32;
