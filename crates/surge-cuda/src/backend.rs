@@ -492,6 +492,13 @@ impl CudaBackend {
         Self::streamed(case, ordinal, filled.len(), |put| put(filled))
     }
 
+    /// As [`CudaBackend::new`] for a device of a team: its buffers have the team's headroom
+    /// ([`capacity_for`]) from the start, so the first rebuild, which brings the neighbours'
+    /// copies, does not grow them (a growth holds a buffer's old and new allocations at once).
+    pub fn new_in_team(case: &Case, filled: &Filled, ordinal: usize) -> Result<CudaBackend, String> {
+        Self::load(case, ordinal, filled.len(), capacity_for(filled.len()), |put| put(filled))
+    }
+
     /// As [`CudaBackend::new`] for `n` particles that `fill` hands over in parts, in any
     /// order (each part's particles are uploaded and dropped by the caller; the first sort
     /// orders them by cell, kind and id, so the device holds what one whole fill gives, bit
@@ -504,13 +511,23 @@ impl CudaBackend {
         n: usize,
         fill: impl FnOnce(&mut dyn FnMut(&Filled) -> Result<(), String>) -> Result<(), String>,
     ) -> Result<CudaBackend, String> {
+        // Exactly the particles: alone, a device never holds more.
+        Self::load(case, ordinal, n, n, fill)
+    }
+
+    /// [`CudaBackend::streamed`] with buffers for `cap >= n` particles.
+    fn load(
+        case: &Case,
+        ordinal: usize,
+        n: usize,
+        cap: usize,
+        fill: impl FnOnce(&mut dyn FnMut(&Filled) -> Result<(), String>) -> Result<(), String>,
+    ) -> Result<CudaBackend, String> {
         let gpus = crate::probe::gpus()?;
         let gpu = gpus.get(ordinal).ok_or_else(|| format!("there is no GPU {ordinal}: {} visible", gpus.len()))?;
         crate::probe::nvrtc_version()?;
         let whole = Grid::with_skin(case, case.split_axis(), skin_fraction(), STENCIL_REACH)?;
-        // Exactly the particles: alone, a device never holds more; in a team the first
-        // rebuild grows the buffers (with headroom) for the copies and arrivals.
-        let cap = n.max(1);
+        let cap = cap.max(n).max(1);
         let bins = 2 * whole.cell_count();
         // Sort keys (2 x cell + kind, and `bins` for the dropped) and the cell table's indices
         // are 32-bit.
@@ -524,7 +541,7 @@ impl CudaBackend {
         let buffers = BufferSet::for_case(case);
         let ctx = CudaContext::new(ordinal).map_err(|e| fail("creating the context", e))?;
         let (free, _) = ctx.mem_get_info().map_err(|e| fail("reading free memory", e))?;
-        let need = bytes_per_particle(buffers, n, whole.cell_count()) * n.max(1) + (1 << 20);
+        let need = allocated_per_particle(buffers, n, cap, whole.cell_count()) * n.max(1) + (1 << 20);
         fits(need, free, case.dp, case.dim).map_err(|e| format!("GPU {ordinal} ({}): {e}", gpu.name))?;
         let t0 = std::time::Instant::now();
         let compiled = compile(&defines(case, &whole), arch_for(gpu.compute_capability))?;
@@ -955,17 +972,19 @@ impl CudaBackend {
         }
         let cap = capacity_for(need);
         self.settle("growing the particle buffers")?;
-        // The new buffers are allocated before the old ones are freed: refuse a growth the
-        // GPU cannot hold with a message, before an allocation fails.
+        // Each buffer's new allocation is made before its old one is freed, one buffer after
+        // the other: at the last, the new set and one old buffer (16 bytes a particle at most)
+        // are held. Refuse a growth the GPU cannot hold with a message, before an allocation
+        // fails.
         let on_gpu = BufferSet(self.buffers.0 & !BufferId::Press.bit()).bytes_per_particle();
-        let want = on_gpu * cap;
+        let more = on_gpu * (cap - self.cap) + 16 * self.cap;
         let (free, _) = self.ctx.mem_get_info().map_err(|e| fail("reading free memory", e))?;
-        if want as f64 > 0.95 * free as f64 {
+        if more as f64 > 0.95 * free as f64 {
             return Err(format!(
                 "{}: holding {need} particles (inlets and migration add to them) needs {:.2} GB more GPU memory and \
                  {:.2} GB are free: the run stops here (a larger dp, fewer or narrower inlets, or more GPUs)",
                 self.name,
-                want as f64 / 1e9,
+                more as f64 / 1e9,
                 free as f64 / 1e9
             ));
         }

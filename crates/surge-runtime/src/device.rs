@@ -362,7 +362,7 @@ pub fn simulation_on(case: &Case, req: &DeviceRequest, cluster: Arc<dyn Cluster>
                     let ord = o[d - first];
                     Box::new(move || {
                         let part = fill_layers(&case, &grid, &c, lo..hi);
-                        CudaBackend::new(&case, &part, ord).map(|b| Box::new(b) as Box<dyn Backend>)
+                        CudaBackend::new_in_team(&case, &part, ord).map(|b| Box::new(b) as Box<dyn Backend>)
                     }) as Loader
                 }
             }
