@@ -59,7 +59,7 @@ pub(crate) unsafe fn gather_near<const ZERO: bool>(
     support2: f32,
     near: &mut NearList,
 ) -> usize {
-    let [x, y, z] = &search.axes;
+    let x = &search.axes[0];
     let (s2, zero) = (_mm256_set1_ps(support2), _mm256_setzero_ps());
     let step = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     let boundary = _mm256_set1_epi32(NearList::BOUNDARY as i32);
@@ -83,16 +83,8 @@ pub(crate) unsafe fn gather_near<const ZERO: bool>(
                 let first = $first;
                 debug_assert!(first + LANES <= x.len());
                 // SAFETY: first < e <= the particle count, and the axes hold LANES more entries.
-                let (xs, ys, zs) = unsafe {
-                    (
-                        _mm256_loadu_ps(x.as_ptr().add(first)),
-                        _mm256_loadu_ps(y.as_ptr().add(first)),
-                        _mm256_loadu_ps(z.as_ptr().add(first)),
-                    )
-                };
-                let (rx, ry, rz) = (_mm256_sub_ps(bx, xs), _mm256_sub_ps(by, ys), _mm256_sub_ps(bz, zs));
-                let r2 =
-                    _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(rx, rx), _mm256_mul_ps(ry, ry)), _mm256_mul_ps(rz, rz));
+                let xs = unsafe { axes8(&search.axes, first) };
+                let [rx, ry, rz, r2] = offsets(bx, by, bz, xs);
                 let below = _mm256_cmp_ps::<_CMP_LT_OQ>(r2, s2);
                 let inside = if ZERO { below } else { _mm256_and_ps(below, _mm256_cmp_ps::<_CMP_GT_OQ>(r2, zero)) };
                 let hits = _mm256_movemask_ps(inside) as u32 & $lanes;
@@ -146,7 +138,7 @@ pub(crate) unsafe fn list_candidates(
     r2: f32,
     entries: &mut Vec<u32>,
 ) {
-    let [x, y, z] = &search.axes;
+    let x = &search.axes[0];
     let s2 = _mm256_set1_ps(r2);
     let step = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     let boundary = _mm256_set1_epi32(NearList::BOUNDARY as i32);
@@ -170,16 +162,8 @@ pub(crate) unsafe fn list_candidates(
                 let first = $first;
                 debug_assert!(first + LANES <= x.len());
                 // SAFETY: first < e <= the particle count, and the axes hold LANES more entries.
-                let (xs, ys, zs) = unsafe {
-                    (
-                        _mm256_loadu_ps(x.as_ptr().add(first)),
-                        _mm256_loadu_ps(y.as_ptr().add(first)),
-                        _mm256_loadu_ps(z.as_ptr().add(first)),
-                    )
-                };
-                let (rx, ry, rz) = (_mm256_sub_ps(bx, xs), _mm256_sub_ps(by, ys), _mm256_sub_ps(bz, zs));
-                let d2 =
-                    _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(rx, rx), _mm256_mul_ps(ry, ry)), _mm256_mul_ps(rz, rz));
+                let xs = unsafe { axes8(&search.axes, first) };
+                let [.., d2] = offsets(bx, by, bz, xs);
                 let below = _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_LT_OQ>(d2, s2)) as u32;
                 let not_i = !(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(j, me))) as u32);
                 let hits = below & not_i & $lanes;
@@ -264,8 +248,7 @@ pub(crate) unsafe fn filter_near(
             }
             // Positions (x, y, z, m) of eight candidates, by component.
             let [xj, yj, zj, _] = columns([p!(0), p!(1), p!(2), p!(3), p!(4), p!(5), p!(6), p!(7)]);
-            let (rx, ry, rz) = (_mm256_sub_ps(bx, xj), _mm256_sub_ps(by, yj), _mm256_sub_ps(bz, zj));
-            let r2 = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(rx, rx), _mm256_mul_ps(ry, ry)), _mm256_mul_ps(rz, rz));
+            let [rx, ry, rz, r2] = offsets(bx, by, bz, [xj, yj, zj]);
             let inside = _mm256_and_ps(_mm256_cmp_ps::<_CMP_LT_OQ>(r2, s2), _mm256_cmp_ps::<_CMP_GT_OQ>(r2, zero));
             let mut hits = _mm256_movemask_ps(inside) as u32;
             if count - b < LANES {
@@ -464,6 +447,29 @@ unsafe fn lanes_of(
 #[inline]
 fn dot(ax: __m256, ay: __m256, az: __m256, bx: __m256, by: __m256, bz: __m256) -> __m256 {
     _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(ax, bx), _mm256_mul_ps(ay, by)), _mm256_mul_ps(az, bz))
+}
+
+/// The positions along x, y and z of the eight particles from `first` of the stencil
+/// search's axes.
+///
+/// # Safety
+/// `first + LANES` must not pass the axes' length.
+#[target_feature(enable = "avx2,popcnt")]
+#[inline]
+unsafe fn axes8(axes: &[Vec<f32>; 3], first: usize) -> [__m256; 3] {
+    // SAFETY: the caller's promise.
+    unsafe { axes.each_ref().map(|a| _mm256_loadu_ps(a.as_ptr().add(first))) }
+}
+
+/// `r = b - x_j` by axis and `r²` over eight candidates, by the scalar search's operations
+/// in its order (`(rx² + ry²) + rz²`): what every test of a candidate against the support
+/// starts from.
+#[target_feature(enable = "avx2,popcnt")]
+#[inline]
+fn offsets(bx: __m256, by: __m256, bz: __m256, [xj, yj, zj]: [__m256; 3]) -> [__m256; 4] {
+    let (rx, ry, rz) = (_mm256_sub_ps(bx, xj), _mm256_sub_ps(by, yj), _mm256_sub_ps(bz, zj));
+    let r2 = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(rx, rx), _mm256_mul_ps(ry, ry)), _mm256_mul_ps(rz, rz));
+    [rx, ry, rz, r2]
 }
 
 /// Eight lanes of four values to eight (x, y, z, w) vectors: `out[k]` (low half) is lane k,
@@ -728,8 +734,7 @@ pub(crate) unsafe fn fluid_pairs_listed(
             }
             // Positions (x, y, z, m) of eight candidates, by component.
             let [xj, yj, zj, m] = columns([p!(0), p!(1), p!(2), p!(3), p!(4), p!(5), p!(6), p!(7)]);
-            let (rx, ry, rz) = (_mm256_sub_ps(bx, xj), _mm256_sub_ps(by, yj), _mm256_sub_ps(bz, zj));
-            let r2 = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(rx, rx), _mm256_mul_ps(ry, ry)), _mm256_mul_ps(rz, rz));
+            let [rx, ry, rz, r2] = offsets(bx, by, bz, [xj, yj, zj]);
             let mut inside = _mm256_and_ps(_mm256_cmp_ps::<_CMP_LT_OQ>(r2, s2), _mm256_cmp_ps::<_CMP_GT_OQ>(r2, zero));
             if count - b < LANES {
                 // Lanes past the particle's entries (the next particle's, or the padding) are off.
