@@ -107,7 +107,7 @@ impl Filled {
     }
     /// Append the particles of `part` with the ids they carry (a slab's rows, numbered
     /// from the census).
-    fn extend(&mut self, part: Filled) {
+    pub fn extend(&mut self, part: &Filled) {
         self.id.extend_from_slice(&part.id);
         self.pos.extend_from_slice(&part.pos);
         self.vel.extend_from_slice(&part.vel);
@@ -905,7 +905,7 @@ pub fn fill_slab(case: &Case, census: &Census, slab: &Slab) -> Filled {
                 part
             });
             for part in parts {
-                out.extend(part);
+                out.extend(&part);
             }
         }
     }

@@ -416,12 +416,7 @@ mod tests {
             let whole = fill(&case);
             let mut joined = Filled::default();
             let (c, slabs) = fill_in_slabs(&case, &grid, (whole.len() / 7).max(1) as u64, &mut |f| {
-                joined.id.extend(&f.id);
-                joined.pos.extend(&f.pos);
-                joined.vel.extend(&f.vel);
-                joined.rel_density.extend(&f.rel_density);
-                joined.kind.extend(&f.kind);
-                joined.wall.extend(&f.wall);
+                joined.extend(f);
                 Ok(())
             })
             .unwrap();
