@@ -204,31 +204,90 @@ extern "C" __global__ void histogram_kernel(int n, const unsigned *key, unsigned
     if (i < n && key[i] != skip) atomicAdd(&table[key[i] + 1u], 1u);
 }
 
-// Exclusive scan of len values in blocks of SCAN_BLOCK: out gets the in-block prefix,
-// block_sums[b] the block's total (scanned recursively by the host, then added back).
-// `in` and `out` may be the same array: each thread reads its value before any write.
-#define SCAN_BLOCK 1024
+// Exclusive scan of len values in blocks of SCAN_BLOCK values, SCAN_THREADS threads a block
+// with four consecutive values each (one 16-byte load and store where all four lie within
+// len). The host (backend.rs, scan_table) first takes each block's total of the table
+// (scan_sum_kernel), scans the totals level by level (scan_block_kernel, then
+// scan_add_kernel back down), and at last scans the table's blocks in place, each from its
+// offset (scan_block_kernel with offsets): the table is read twice and written once.
 // Lengths and indices are unsigned: a table of a few hundred million particles' cells passes
 // 2^31 values (two bins a cell).
-extern "C" __global__ void scan_block_kernel(unsigned len, const unsigned *in, unsigned *out, unsigned *block_sums) {
-    __shared__ unsigned s[SCAN_BLOCK];
-    unsigned i = blockIdx.x * SCAN_BLOCK + threadIdx.x;
-    unsigned x = i < len ? in[i] : 0u;
-    s[threadIdx.x] = x;
-    __syncthreads();
-    for (int o = 1; o < SCAN_BLOCK; o <<= 1) {
-        unsigned y = threadIdx.x >= o ? s[threadIdx.x - o] : 0u;
-        __syncthreads();
-        s[threadIdx.x] += y;
-        __syncthreads();
+#define SCAN_BLOCK 1024
+#define SCAN_THREADS 256
+
+// The four values of this thread (0 past len). The arrays are 16-byte aligned (whole
+// allocations), and a block starts at a multiple of SCAN_BLOCK.
+__device__ __forceinline__ void scan_load4(unsigned len, const unsigned *in, unsigned base, unsigned v[4]) {
+    if (base + 3u < len) {
+        const uint4 q = *reinterpret_cast<const uint4 *>(in + base);
+        v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
+    } else {
+        for (unsigned k = 0; k < 4u; ++k) v[k] = base + k < len ? in[base + k] : 0u;
     }
-    if (i < len) out[i] = s[threadIdx.x] - x;
-    if (threadIdx.x == SCAN_BLOCK - 1) block_sums[blockIdx.x] = s[threadIdx.x];
 }
 
-extern "C" __global__ void scan_add_kernel(unsigned len, unsigned *out, const unsigned *block_offsets) {
-    unsigned i = blockIdx.x * SCAN_BLOCK + threadIdx.x;
-    if (i < len) out[i] += block_offsets[blockIdx.x];
+// The exclusive prefix of x over the block's threads (in thread order); total gets the
+// block's sum. Once a kernel: its shared words are reused by no other call.
+__device__ __forceinline__ unsigned scan_block_exclusive(unsigned x, unsigned &total) {
+    __shared__ unsigned warp_sums[SCAN_THREADS / 32];
+    const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+    unsigned inc = x;
+    for (unsigned o = 1; o < 32u; o <<= 1) {
+        const unsigned y = __shfl_up_sync(0xffffffffu, inc, o);
+        if (lane >= o) inc += y;
+    }
+    if (lane == 31u) warp_sums[warp] = inc;
+    __syncthreads();
+    if (warp == 0) {
+        unsigned w = lane < SCAN_THREADS / 32 ? warp_sums[lane] : 0u;
+        for (unsigned o = 1; o < 32u; o <<= 1) {
+            const unsigned y = __shfl_up_sync(0xffffffffu, w, o);
+            if (lane >= o) w += y;
+        }
+        if (lane < SCAN_THREADS / 32) warp_sums[lane] = w;
+    }
+    __syncthreads();
+    total = warp_sums[SCAN_THREADS / 32 - 1];
+    return (warp > 0 ? warp_sums[warp - 1] : 0u) + inc - x;
+}
+
+// block_sums[b] = the total of block b's values.
+extern "C" __global__ void __launch_bounds__(SCAN_THREADS) scan_sum_kernel(unsigned len, const unsigned *in,
+                                                                           unsigned *block_sums) {
+    unsigned v[4];
+    scan_load4(len, in, blockIdx.x * SCAN_BLOCK + 4u * threadIdx.x, v);
+    unsigned total;
+    scan_block_exclusive(v[0] + v[1] + v[2] + v[3], total);
+    if (threadIdx.x == 0) block_sums[blockIdx.x] = total;
+}
+
+// out gets the exclusive prefix of each value within its block, plus offsets[b] (if
+// offsets is not null); block_sums[b] (if not null) the block's total. `in` and `out` may be
+// the same array: each thread reads its values before it writes them, and no other thread
+// reads them.
+extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
+    scan_block_kernel(unsigned len, const unsigned *in, unsigned *out, unsigned *block_sums,
+                      const unsigned *offsets) {
+    const unsigned base = blockIdx.x * SCAN_BLOCK + 4u * threadIdx.x;
+    unsigned v[4];
+    scan_load4(len, in, base, v);
+    unsigned total;
+    const unsigned e = scan_block_exclusive(v[0] + v[1] + v[2] + v[3], total) + (offsets ? offsets[blockIdx.x] : 0u);
+    const unsigned o[4] = {e, e + v[0], e + v[0] + v[1], e + v[0] + v[1] + v[2]};
+    if (base + 3u < len) {
+        *reinterpret_cast<uint4 *>(out + base) = make_uint4(o[0], o[1], o[2], o[3]);
+    } else {
+        for (unsigned k = 0; k < 4u; ++k)
+            if (base + k < len) out[base + k] = o[k];
+    }
+    if (block_sums && threadIdx.x == 0) block_sums[blockIdx.x] = total;
+}
+
+extern "C" __global__ void __launch_bounds__(SCAN_THREADS) scan_add_kernel(unsigned len, unsigned *out,
+                                                                           const unsigned *block_offsets) {
+    const unsigned base = blockIdx.x * SCAN_BLOCK + 4u * threadIdx.x, add = block_offsets[blockIdx.x];
+    for (unsigned k = 0; k < 4u; ++k)
+        if (base + k < len) out[base + k] += add;
 }
 
 // Place each particle in its bin (order within a bin fixed by order_bins_kernel), but those

@@ -59,6 +59,8 @@ pub const HOST_CHUNK: usize = 1 << 20;
 const BLOCK: u32 = 256;
 /// Elements per block of the scan kernels (SCAN_BLOCK in step.cu).
 const SCAN_BLOCK: usize = 1024;
+/// Threads per block of the scan kernels, four elements each (SCAN_THREADS in step.cu).
+const SCAN_THREADS: u32 = 256;
 /// Initial value of the stats words: maxima 0, failed id "none".
 const STATS_INIT: [u32; 8] = [0, 0, 0, 0, u32::MAX, 0, 0, 0];
 /// Index of the lowest failed id in the stats words (STAT_BAD_ID in step.cu).
@@ -77,6 +79,7 @@ struct Kernels {
     key: CudaFunction,
     classify: CudaFunction,
     histogram: CudaFunction,
+    scan_sum: CudaFunction,
     scan_block: CudaFunction,
     scan_add: CudaFunction,
     scatter: CudaFunction,
@@ -422,9 +425,10 @@ fn scan_levels(stream: &Arc<CudaStream>, len: usize) -> Result<Vec<ScanLevel>, S
     Ok(scan)
 }
 
-/// Exclusive scan of a table of counts in place, `scan` its levels ([`scan_levels`]): block
-/// scans down the levels, then each level's scanned block totals added back to the level
-/// below.
+/// Exclusive scan of a table of counts in place, `scan` its levels ([`scan_levels`]): the
+/// table's block totals (`scan_sum_kernel`), the totals scanned up the levels and added back
+/// down (`scan_block_kernel`, `scan_add_kernel`), then the table's blocks scanned in place,
+/// each from its offset: the table is read twice and written once.
 fn scan_table(
     stream: &Arc<CudaStream>,
     k: &Kernels,
@@ -433,36 +437,52 @@ fn scan_table(
 ) -> Result<(), String> {
     let cfg_scan = |len: usize| LaunchConfig {
         grid_dim: (len.div_ceil(SCAN_BLOCK) as u32, 1, 1),
-        block_dim: (SCAN_BLOCK as u32, 1, 1),
+        block_dim: (SCAN_THREADS, 1, 1),
         shared_mem_bytes: 0,
     };
-    for l in 0..scan.len() {
+    let len_of =
+        |len: usize| u32::try_from(len).map_err(|_| format!("a table of {len} values is beyond 32-bit indices"));
+    let null = 0u64;
+    let t = table.device_ptr(stream).0;
+    let len0 = len_of(scan[0].len)?;
+    if scan.len() == 1 {
+        // One block: scanned in place at once.
+        let mut b = stream.launch_builder(&k.scan_block);
+        b.arg(&len0).arg(&t).arg(&t).arg(&mut scan[0].sums).arg(&null);
+        // SAFETY: argument types match scan_block_kernel; `len` values in and out (it
+        // allows them to alias), one block total, no offsets.
+        return unsafe { b.launch(cfg_scan(scan[0].len)) }.map(|_| ()).map_err(|e| fail("scan_block_kernel", e));
+    }
+    let mut b = stream.launch_builder(&k.scan_sum);
+    b.arg(&len0).arg(&t).arg(&mut scan[0].sums);
+    // SAFETY: argument types match scan_sum_kernel; `len` values, a total for each block.
+    unsafe { b.launch(cfg_scan(scan[0].len)) }.map_err(|e| fail("scan_sum_kernel", e))?;
+    for l in 1..scan.len() {
         let (below, rest) = scan.split_at_mut(l);
         let lvl = &mut rest[0];
-        let len =
-            u32::try_from(lvl.len).map_err(|_| format!("a table of {} values is beyond 32-bit indices", lvl.len))?;
+        let len = len_of(lvl.len)?;
         let mut b = stream.launch_builder(&k.scan_block);
-        // Level 0 scans the table in place: the same device address twice.
-        let t = table.device_ptr(stream).0;
-        match below.last() {
-            None => b.arg(&len).arg(&t).arg(&t),
-            Some(prev) => b.arg(&len).arg(&prev.sums).arg(lvl.out.as_mut().expect("levels above 0 have an output")),
-        };
-        b.arg(&mut lvl.sums);
-        // SAFETY: argument types match scan_block_kernel; `len` values in and out, and the
-        // kernel allows them to alias.
+        b.arg(&len).arg(&below[l - 1].sums).arg(lvl.out.as_mut().expect("levels above 0 have an output"));
+        b.arg(&mut lvl.sums).arg(&null);
+        // SAFETY: argument types match scan_block_kernel; the level below's totals in, this
+        // level's output and block totals out.
         unsafe { b.launch(cfg_scan(lvl.len)) }.map_err(|e| fail("scan_block_kernel", e))?;
     }
-    for l in (0..scan.len() - 1).rev() {
+    for l in (1..scan.len() - 1).rev() {
         let (lo, hi) = scan.split_at_mut(l + 1);
         let offsets = hi[0].out.as_ref().expect("levels above 0 have an output");
-        let len = lo[l].len as u32;
-        let target = if l == 0 { &mut *table } else { lo[l].out.as_mut().expect("levels above 0 have an output") };
+        let len = len_of(lo[l].len)?;
         let mut b = stream.launch_builder(&k.scan_add);
-        b.arg(&len).arg(target).arg(offsets);
-        // SAFETY: argument types match scan_add_kernel.
+        b.arg(&len).arg(lo[l].out.as_mut().expect("levels above 0 have an output")).arg(offsets);
+        // SAFETY: argument types match scan_add_kernel; a block offset for each block.
         unsafe { b.launch(cfg_scan(lo[l].len)) }.map_err(|e| fail("scan_add_kernel", e))?;
     }
+    let offsets = scan[1].out.as_ref().expect("levels above 0 have an output");
+    let mut b = stream.launch_builder(&k.scan_block);
+    b.arg(&len0).arg(&t).arg(&t).arg(&null).arg(offsets);
+    // SAFETY: argument types match scan_block_kernel; `len` values in and out (it allows them
+    // to alias), no totals, each block's offset from level 1.
+    unsafe { b.launch(cfg_scan(scan[0].len)) }.map_err(|e| fail("scan_block_kernel", e))?;
     Ok(())
 }
 
@@ -559,6 +579,7 @@ impl CudaBackend {
             key: f("key_kernel")?,
             classify: f("classify_kernel")?,
             histogram: f("histogram_kernel")?,
+            scan_sum: f("scan_sum_kernel")?,
             scan_block: f("scan_block_kernel")?,
             scan_add: f("scan_add_kernel")?,
             scatter: f("scatter_kernel")?,
