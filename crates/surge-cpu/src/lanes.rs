@@ -45,6 +45,34 @@ static COMPRESS: [[u32; 8]; 256] = {
     t
 };
 
+/// `PACK[mask]`: the lanes set in `mask`, in order, then the others, in order: the
+/// permutation that packs the hits of eight candidates to the front of a vector and the
+/// misses after them.
+static PACK: [[u32; 8]; 256] = {
+    let mut t = [[0u32; 8]; 256];
+    let mut m = 0;
+    while m < 256 {
+        let (mut n, mut k) = (0, 0);
+        while k < 8 {
+            if (m >> k) & 1 == 1 {
+                t[m][n] = k as u32;
+                n += 1;
+            }
+            k += 1;
+        }
+        k = 0;
+        while k < 8 {
+            if (m >> k) & 1 == 0 {
+                t[m][n] = k as u32;
+                n += 1;
+            }
+            k += 1;
+        }
+        m += 1;
+    }
+    t
+};
+
 /// `forces::gather_near` over AVX2 lanes: the same list, in the same order, with the same
 /// bits (`r_ij` and `r²` are the same operations); the hits of eight candidates are packed
 /// by a permutation and stored at once.
@@ -527,13 +555,35 @@ struct Terms {
     mu: __m256,
 }
 
+impl Terms {
+    /// The terms with lane L taken from lane `perm[L]` (`|mu|` as it is: its maximum does not
+    /// depend on the lanes).
+    #[target_feature(enable = "avx2,popcnt")]
+    #[inline]
+    fn permuted(&self, perm: __m256i, shifting: bool) -> Terms {
+        let q = |v: [__m256; 4]| v.map(|x| _mm256_permutevar8x32_ps(x, perm));
+        Terms {
+            minus_a: q(self.minus_a),
+            plus_b: q(self.plus_b),
+            gc: if shifting { q(self.gc) } else { self.gc },
+            mu: self.mu,
+        }
+    }
+}
+
 /// `Physics::fluid_pair`'s terms of the eight pairs `l` of particle i (density `rho_i`,
 /// pressure `p_i`), the float32 operations of the scalar formulas lane by lane. With `MASKED`,
 /// the terms of the lanes not in `keep` are -0 (adding -0 leaves any sum's bits as they are);
 /// `|mu|` is 0 there either way.
 #[target_feature(enable = "avx2,popcnt")]
 #[inline]
-fn pair_terms<const MASKED: bool>(lp: &LanePhysics, rho_i: __m256, p_i: __m256, l: &Lanes, keep: __m256) -> Terms {
+fn pair_terms<const MASKED: bool, const DIFF: bool, const SHIFT: bool>(
+    lp: &LanePhysics,
+    rho_i: __m256,
+    p_i: __m256,
+    l: &Lanes,
+    keep: __m256,
+) -> Terms {
     let neg0 = _mm256_set1_ps(-0.0);
     let (h, eta2) = (_mm256_set1_ps(lp.h), _mm256_set1_ps(lp.eta2));
     let vr = dot(l.vx, l.vy, l.vz, l.rx, l.ry, l.rz);
@@ -559,7 +609,7 @@ fn pair_terms<const MASKED: bool>(lp: &LanePhysics, rho_i: __m256, p_i: __m256, 
     let cont = _mm256_mul_ps(l.m, dot(l.vx, l.vy, l.vz, l.gx, l.gy, l.gz));
     // Diffusion between fluid particles: ((((dhc0 2) (rho_j - rho_i)) (-r).gw) /
     // (r² + eta²)) vol_j; -0 (adds nothing) for a boundary j.
-    let diff = if lp.diffusion {
+    let diff = if DIFF {
         let nr = (_mm256_xor_ps(l.rx, neg0), _mm256_xor_ps(l.ry, neg0), _mm256_xor_ps(l.rz, neg0));
         let d = _mm256_mul_ps(_mm256_set1_ps(lp.delta_h_c0_2), _mm256_sub_ps(l.rho, rho_i));
         let d = _mm256_div_ps(_mm256_mul_ps(d, dot(nr.0, nr.1, nr.2, l.gx, l.gy, l.gz)), r2_eta2);
@@ -570,8 +620,8 @@ fn pair_terms<const MASKED: bool>(lp: &LanePhysics, rho_i: __m256, p_i: __m256, 
     };
     let off = |v: __m256| if MASKED { _mm256_blendv_ps(neg0, v, keep) } else { v };
     let minus_a = [off(_mm256_xor_ps(ax, neg0)), off(_mm256_xor_ps(ay, neg0)), off(_mm256_xor_ps(az, neg0)), off(cont)];
-    let plus_b = [off(bx), off(by), off(bz), if lp.diffusion { off(diff) } else { neg0 }];
-    let gc = if lp.shifting {
+    let plus_b = [off(bx), off(by), off(bz), if DIFF { off(diff) } else { neg0 }];
+    let gc = if SHIFT {
         let vol = _mm256_div_ps(l.m, l.rho);
         let div = _mm256_mul_ps(vol, dot(l.rx, l.ry, l.rz, l.gx, l.gy, l.gz));
         [
@@ -653,6 +703,31 @@ fn total(v: [__m256; 4]) -> __m128 {
     _mm_hadd_ps(_mm_hadd_ps(s[0], s[1]), _mm_hadd_ps(s[2], s[3]))
 }
 
+/// [`fluid_pairs_with`] with the formula set's switches as constants.
+///
+/// # Safety
+/// As [`fluid_pairs_with`].
+#[allow(clippy::too_many_arguments)]
+#[target_feature(enable = "avx2,popcnt")]
+pub(crate) unsafe fn fluid_pairs(
+    lp: &LanePhysics,
+    i: usize,
+    pi: &PairI,
+    near: &mut NearList,
+    n: usize,
+    pj: PairJ,
+) -> Accum {
+    // SAFETY: the caller's promise.
+    unsafe {
+        match (lp.diffusion, lp.shifting) {
+            (false, false) => fluid_pairs_with::<false, false>(lp, i, pi, near, n, pj),
+            (true, false) => fluid_pairs_with::<true, false>(lp, i, pi, near, n, pj),
+            (false, true) => fluid_pairs_with::<false, true>(lp, i, pi, near, n, pj),
+            (true, true) => fluid_pairs_with::<true, true>(lp, i, pi, near, n, pj),
+        }
+    }
+}
+
 /// `Physics::fluid_pair` of fluid particle i (index `i`) with the first `n` neighbours of
 /// the list, summed by lanes (neighbour k in lane k mod 8, [`Sums`]): the scalar loop's sums
 /// (`forces::sum_lanes`), bit for bit.
@@ -660,7 +735,7 @@ fn total(v: [__m256; 4]) -> __m128 {
 /// # Safety
 /// AVX2 and POPCNT ([`avx2`]); every listed j indexes `pj`'s arrays, and so does `i`.
 #[target_feature(enable = "avx2,popcnt")]
-pub(crate) unsafe fn fluid_pairs(
+unsafe fn fluid_pairs_with<const DIFF: bool, const SHIFT: bool>(
     lp: &LanePhysics,
     i: usize,
     pi: &PairI,
@@ -679,34 +754,61 @@ pub(crate) unsafe fn fluid_pairs(
         // SAFETY: the list is padded to a multiple of 8 with valid indices.
         let l = unsafe { load(lp, pi, near, b, pj) };
         let t = if n - b >= LANES {
-            pair_terms::<false>(lp, rho_i, p_i, &l, all)
+            pair_terms::<false, DIFF, SHIFT>(lp, rho_i, p_i, &l, all)
         } else {
             // Lanes past the list's end (the padding) add -0.
             let valid = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32((n - b) as i32), step));
-            pair_terms::<true>(lp, rho_i, p_i, &l, valid)
+            pair_terms::<true, DIFF, SHIFT>(lp, rho_i, p_i, &l, valid)
         };
-        sums.add(&t, lp.shifting);
+        sums.add(&t, SHIFT);
         b += LANES;
     }
     sums.accum()
 }
 
+/// [`fluid_pairs_listed_with`] with the formula set's switches as constants.
+///
+/// # Safety
+/// As [`fluid_pairs_listed_with`].
+#[allow(clippy::too_many_arguments)]
+#[target_feature(enable = "avx2,popcnt")]
+pub(crate) unsafe fn fluid_pairs_listed(
+    lp: &LanePhysics,
+    pi: &PairI,
+    entries: &[u32],
+    oi: V3,
+    cell: [f32; 3],
+    support2: f32,
+    pj: PairJ,
+) -> Accum {
+    // SAFETY: the caller's promise.
+    unsafe {
+        match (lp.diffusion, lp.shifting) {
+            (false, false) => fluid_pairs_listed_with::<false, false>(lp, pi, entries, oi, cell, support2, pj),
+            (true, false) => fluid_pairs_listed_with::<true, false>(lp, pi, entries, oi, cell, support2, pj),
+            (false, true) => fluid_pairs_listed_with::<false, true>(lp, pi, entries, oi, cell, support2, pj),
+            (true, true) => fluid_pairs_listed_with::<true, true>(lp, pi, entries, oi, cell, support2, pj),
+        }
+    }
+}
+
 /// [`filter_near`] and [`fluid_pairs`] in one loop, for fluid particle i at offset `oi`
 /// with its Verlet list's `entries` (and `verlet::PAD` more after them): each group of eight
-/// candidates is tested, the candidates inside the support packed by a permutation into the
-/// lanes of their ranks (the neighbour of rank k in lane k mod 8, as [`fluid_pairs`] sums
-/// the filtered list: the permutation packs the group's hits and rotates them by the count
-/// so far), and their pairs computed at once, the lanes left over adding -0 (nothing). The
-/// same sums as [`fluid_pairs`] after [`filter_near`], bit for bit, whichever candidates the
-/// list holds, without storing the neighbours and loading them back; the pair formulas run
-/// on the left-over lanes too.
+/// candidates is tested and its pair terms computed at once, the terms of the candidates
+/// outside the support set to -0 (they add nothing); a permutation then moves the terms of
+/// the group's neighbours into the lanes of their ranks (the neighbour of rank k to lane
+/// k mod 8, as [`fluid_pairs`] sums the filtered list: the hits packed by `PACK` and rotated
+/// by the count so far), the other lanes taking a miss's -0. The same sums as
+/// [`fluid_pairs`] after [`filter_near`], bit for bit, whichever candidates the list holds,
+/// without storing the neighbours and loading them back; the pair formulas run on the
+/// candidates outside the support too.
 ///
 /// # Safety
 /// AVX2 and POPCNT ([`avx2`]); every entry's index (those of the padding too) indexes `pj`'s
 /// arrays.
 #[allow(clippy::too_many_arguments)]
 #[target_feature(enable = "avx2,popcnt")]
-pub(crate) unsafe fn fluid_pairs_listed(
+unsafe fn fluid_pairs_listed_with<const DIFF: bool, const SHIFT: bool>(
     lp: &LanePhysics,
     pi: &PairI,
     entries: &[u32],
@@ -728,7 +830,7 @@ pub(crate) unsafe fn fluid_pairs_listed(
     // Lane L of the next group takes the hit at (L - c) mod 8 of its packed hits, c the
     // number of neighbours so far.
     let mut rot = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    let mut js = [0u32; LANES];
+    let bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
     let mut b = 0;
     while b < count {
         // SAFETY: b < count, and PAD >= LANES entries follow the last one; their indices
@@ -755,23 +857,22 @@ pub(crate) unsafe fn fluid_pairs_listed(
                 hits &= (1u32 << (count - b)) - 1;
             }
             if hits != 0 {
-                let k = _mm256_set1_epi32(hits.count_ones() as i32);
-                // COMPRESS rows are 32 bytes. Lane L takes the hit `rot[L]` of the packed hits,
-                // or (from `rot[L] = k` on) some lane of the group, whose terms `keep` sets to -0.
-                let packed = _mm256_loadu_si256(COMPRESS[hits as usize].as_ptr() as *const __m256i);
-                let perm = _mm256_permutevar8x32_epi32(packed, rot);
-                let keep = _mm256_castsi256_ps(_mm256_cmpgt_epi32(k, rot));
-                let q = |v: __m256| _mm256_permutevar8x32_ps(v, perm);
-                let (rx, ry, rz, r2, m) = (q(rx), q(ry), q(rz), q(r2), q(m));
-                let e = _mm256_permutevar8x32_epi32(e, perm);
                 let idx = _mm256_and_si256(e, index);
-                _mm256_storeu_si256(js.as_mut_ptr() as *mut __m256i, idx);
                 let fluid =
                     _mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_and_si256(e, boundary), _mm256_setzero_si256()));
-                let l = lanes_of(lp, pi, [rx, ry, rz, r2], idx, fluid, m, |k| *js.get_unchecked(k) as usize, pj);
-                let t = pair_terms::<true>(lp, rho_i, p_i, &l, keep);
-                sums.add(&t, lp.shifting);
-                rot = _mm256_and_si256(_mm256_sub_epi32(rot, k), seven);
+                let j = |k: usize| (*ep.add(b + k) & VerletList::INDEX) as usize;
+                let l = lanes_of(lp, pi, [rx, ry, rz, r2], idx, fluid, m, j, pj);
+                let inside = _mm256_castsi256_ps(_mm256_cmpgt_epi32(
+                    _mm256_and_si256(_mm256_set1_epi32(hits as i32), bit),
+                    _mm256_setzero_si256(),
+                ));
+                let t = pair_terms::<true, DIFF, SHIFT>(lp, rho_i, p_i, &l, inside);
+                // Lane L takes the hit `rot[L]` of the packed hits, or (from `rot[L] = k` on)
+                // a miss, whose terms are -0. PACK rows are 32 bytes.
+                let packed = _mm256_loadu_si256(PACK[hits as usize].as_ptr() as *const __m256i);
+                let perm = _mm256_permutevar8x32_epi32(packed, rot);
+                sums.add(&t.permuted(perm, SHIFT), SHIFT);
+                rot = _mm256_and_si256(_mm256_sub_epi32(rot, _mm256_set1_epi32(hits.count_ones() as i32)), seven);
             }
         }
         b += LANES;
