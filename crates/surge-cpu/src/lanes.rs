@@ -319,6 +319,8 @@ pub(crate) struct LanePhysics {
     diffusion: bool,
     /// Shifting sums on.
     shifting: bool,
+    /// Three dimensions (in two, the pairs' z terms are +0 and the fused loop leaves them out).
+    three_d: bool,
 }
 
 impl LanePhysics {
@@ -352,6 +354,7 @@ impl LanePhysics {
             delta_h_c0_2: c.delta_h_c0 * 2.0,
             diffusion: D::ON,
             shifting: S::ON,
+            three_d: DIM == 3,
         })
     }
 }
@@ -479,6 +482,20 @@ fn dot(ax: __m256, ay: __m256, az: __m256, bx: __m256, by: __m256, bz: __m256) -
     _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(ax, bx), _mm256_mul_ps(ay, by)), _mm256_mul_ps(az, bz))
 }
 
+/// [`dot`] with `Z`, else `a.x b.x + a.y b.y`: in two dimensions, where every z is +0, the
+/// two differ only in the sign of a zero (`-0 + 0` is `+0`), which no sum or test of the pair
+/// loops sees (the sums start at +0 and adding ±0 to them changes no bit; `v.r < 0`, `|mu|`
+/// and the products of a zero are the same for either zero).
+#[target_feature(enable = "avx2,popcnt")]
+#[inline]
+fn dot_z<const Z: bool>(ax: __m256, ay: __m256, az: __m256, bx: __m256, by: __m256, bz: __m256) -> __m256 {
+    if Z {
+        dot(ax, ay, az, bx, by, bz)
+    } else {
+        _mm256_add_ps(_mm256_mul_ps(ax, bx), _mm256_mul_ps(ay, by))
+    }
+}
+
 /// The positions along x, y and z of the eight particles from `first` of the stencil
 /// search's axes.
 ///
@@ -577,7 +594,7 @@ impl Terms {
 /// `|mu|` is 0 there either way.
 #[target_feature(enable = "avx2,popcnt")]
 #[inline]
-fn pair_terms<const MASKED: bool, const DIFF: bool, const SHIFT: bool>(
+fn pair_terms<const MASKED: bool, const DIFF: bool, const SHIFT: bool, const Z: bool>(
     lp: &LanePhysics,
     rho_i: __m256,
     p_i: __m256,
@@ -586,11 +603,11 @@ fn pair_terms<const MASKED: bool, const DIFF: bool, const SHIFT: bool>(
 ) -> Terms {
     let neg0 = _mm256_set1_ps(-0.0);
     let (h, eta2) = (_mm256_set1_ps(lp.h), _mm256_set1_ps(lp.eta2));
-    let vr = dot(l.vx, l.vy, l.vz, l.rx, l.ry, l.rz);
+    let vr = dot_z::<Z>(l.vx, l.vy, l.vz, l.rx, l.ry, l.rz);
     // Pressure: acc -= gw (m_j (p_i + p_j) / (rho_i rho_j)).
     let p_term = _mm256_div_ps(_mm256_add_ps(p_i, l.p), _mm256_mul_ps(rho_i, l.rho));
     let s = _mm256_mul_ps(l.m, p_term);
-    let (ax, ay, az) = (_mm256_mul_ps(l.gx, s), _mm256_mul_ps(l.gy, s), _mm256_mul_ps(l.gz, s));
+    let (ax, ay) = (_mm256_mul_ps(l.gx, s), _mm256_mul_ps(l.gy, s));
     // Monaghan: mu = h v.r / (r² + eta²), pi = -alpha c0 mu / rho_mean, gw (-m_j pi)
     // when v.r < 0, else +0.
     let r2_eta2 = _mm256_add_ps(l.r2, eta2);
@@ -602,32 +619,42 @@ fn pair_terms<const MASKED: bool, const DIFF: bool, const SHIFT: bool>(
     let approaching = _mm256_cmp_ps::<_CMP_NGE_UQ>(vr, _mm256_setzero_ps());
     let coef_x = _mm256_mul_ps(l.gx, coef);
     let coef_y = _mm256_mul_ps(l.gy, coef);
-    let coef_z = _mm256_mul_ps(l.gz, coef);
-    let (bx, by, bz) =
-        (_mm256_and_ps(coef_x, approaching), _mm256_and_ps(coef_y, approaching), _mm256_and_ps(coef_z, approaching));
+    let (bx, by) = (_mm256_and_ps(coef_x, approaching), _mm256_and_ps(coef_y, approaching));
     // Continuity: m_j v.gw.
-    let cont = _mm256_mul_ps(l.m, dot(l.vx, l.vy, l.vz, l.gx, l.gy, l.gz));
+    let cont = _mm256_mul_ps(l.m, dot_z::<Z>(l.vx, l.vy, l.vz, l.gx, l.gy, l.gz));
     // Diffusion between fluid particles: ((((dhc0 2) (rho_j - rho_i)) (-r).gw) /
     // (r² + eta²)) vol_j; -0 (adds nothing) for a boundary j.
     let diff = if DIFF {
         let nr = (_mm256_xor_ps(l.rx, neg0), _mm256_xor_ps(l.ry, neg0), _mm256_xor_ps(l.rz, neg0));
         let d = _mm256_mul_ps(_mm256_set1_ps(lp.delta_h_c0_2), _mm256_sub_ps(l.rho, rho_i));
-        let d = _mm256_div_ps(_mm256_mul_ps(d, dot(nr.0, nr.1, nr.2, l.gx, l.gy, l.gz)), r2_eta2);
+        let d = _mm256_div_ps(_mm256_mul_ps(d, dot_z::<Z>(nr.0, nr.1, nr.2, l.gx, l.gy, l.gz)), r2_eta2);
         let d = _mm256_mul_ps(d, _mm256_div_ps(l.m, l.rho));
         _mm256_blendv_ps(neg0, d, l.fluid)
     } else {
         neg0
     };
     let off = |v: __m256| if MASKED { _mm256_blendv_ps(neg0, v, keep) } else { v };
-    let minus_a = [off(_mm256_xor_ps(ax, neg0)), off(_mm256_xor_ps(ay, neg0)), off(_mm256_xor_ps(az, neg0)), off(cont)];
-    let plus_b = [off(bx), off(by), off(bz), if DIFF { off(diff) } else { neg0 }];
+    // The z terms: -0 (nothing) in two dimensions.
+    let z = |v: &dyn Fn() -> __m256| if Z { off(v()) } else { neg0 };
+    let minus_a = [
+        off(_mm256_xor_ps(ax, neg0)),
+        off(_mm256_xor_ps(ay, neg0)),
+        z(&|| _mm256_xor_ps(_mm256_mul_ps(l.gz, s), neg0)),
+        off(cont),
+    ];
+    let plus_b = [
+        off(bx),
+        off(by),
+        z(&|| _mm256_and_ps(_mm256_mul_ps(l.gz, coef), approaching)),
+        if DIFF { off(diff) } else { neg0 },
+    ];
     let gc = if SHIFT {
         let vol = _mm256_div_ps(l.m, l.rho);
-        let div = _mm256_mul_ps(vol, dot(l.rx, l.ry, l.rz, l.gx, l.gy, l.gz));
+        let div = _mm256_mul_ps(vol, dot_z::<Z>(l.rx, l.ry, l.rz, l.gx, l.gy, l.gz));
         [
             off(_mm256_mul_ps(l.gx, vol)),
             off(_mm256_mul_ps(l.gy, vol)),
-            off(_mm256_mul_ps(l.gz, vol)),
+            z(&|| _mm256_mul_ps(l.gz, vol)),
             off(_mm256_xor_ps(div, neg0)),
         ]
     } else {
@@ -754,11 +781,11 @@ unsafe fn fluid_pairs_with<const DIFF: bool, const SHIFT: bool>(
         // SAFETY: the list is padded to a multiple of 8 with valid indices.
         let l = unsafe { load(lp, pi, near, b, pj) };
         let t = if n - b >= LANES {
-            pair_terms::<false, DIFF, SHIFT>(lp, rho_i, p_i, &l, all)
+            pair_terms::<false, DIFF, SHIFT, true>(lp, rho_i, p_i, &l, all)
         } else {
             // Lanes past the list's end (the padding) add -0.
             let valid = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32((n - b) as i32), step));
-            pair_terms::<true, DIFF, SHIFT>(lp, rho_i, p_i, &l, valid)
+            pair_terms::<true, DIFF, SHIFT, true>(lp, rho_i, p_i, &l, valid)
         };
         sums.add(&t, SHIFT);
         b += LANES;
@@ -783,11 +810,16 @@ pub(crate) unsafe fn fluid_pairs_listed(
 ) -> Accum {
     // SAFETY: the caller's promise.
     unsafe {
-        match (lp.diffusion, lp.shifting) {
-            (false, false) => fluid_pairs_listed_with::<false, false>(lp, pi, entries, oi, cell, support2, pj),
-            (true, false) => fluid_pairs_listed_with::<true, false>(lp, pi, entries, oi, cell, support2, pj),
-            (false, true) => fluid_pairs_listed_with::<false, true>(lp, pi, entries, oi, cell, support2, pj),
-            (true, true) => fluid_pairs_listed_with::<true, true>(lp, pi, entries, oi, cell, support2, pj),
+        let a = (lp, pi, entries, oi, cell, support2, pj);
+        match (lp.diffusion, lp.shifting, lp.three_d) {
+            (false, false, false) => fluid_pairs_listed_with::<false, false, false>(a.0, a.1, a.2, a.3, a.4, a.5, a.6),
+            (true, false, false) => fluid_pairs_listed_with::<true, false, false>(a.0, a.1, a.2, a.3, a.4, a.5, a.6),
+            (false, true, false) => fluid_pairs_listed_with::<false, true, false>(a.0, a.1, a.2, a.3, a.4, a.5, a.6),
+            (true, true, false) => fluid_pairs_listed_with::<true, true, false>(a.0, a.1, a.2, a.3, a.4, a.5, a.6),
+            (false, false, true) => fluid_pairs_listed_with::<false, false, true>(a.0, a.1, a.2, a.3, a.4, a.5, a.6),
+            (true, false, true) => fluid_pairs_listed_with::<true, false, true>(a.0, a.1, a.2, a.3, a.4, a.5, a.6),
+            (false, true, true) => fluid_pairs_listed_with::<false, true, true>(a.0, a.1, a.2, a.3, a.4, a.5, a.6),
+            (true, true, true) => fluid_pairs_listed_with::<true, true, true>(a.0, a.1, a.2, a.3, a.4, a.5, a.6),
         }
     }
 }
@@ -808,7 +840,7 @@ pub(crate) unsafe fn fluid_pairs_listed(
 /// arrays.
 #[allow(clippy::too_many_arguments)]
 #[target_feature(enable = "avx2,popcnt")]
-unsafe fn fluid_pairs_listed_with<const DIFF: bool, const SHIFT: bool>(
+unsafe fn fluid_pairs_listed_with<const DIFF: bool, const SHIFT: bool, const Z: bool>(
     lp: &LanePhysics,
     pi: &PairI,
     entries: &[u32],
@@ -866,7 +898,7 @@ unsafe fn fluid_pairs_listed_with<const DIFF: bool, const SHIFT: bool>(
                     _mm256_and_si256(_mm256_set1_epi32(hits as i32), bit),
                     _mm256_setzero_si256(),
                 ));
-                let t = pair_terms::<true, DIFF, SHIFT>(lp, rho_i, p_i, &l, inside);
+                let t = pair_terms::<true, DIFF, SHIFT, Z>(lp, rho_i, p_i, &l, inside);
                 // Lane L takes the hit `rot[L]` of the packed hits, or (from `rot[L] = k` on)
                 // a miss, whose terms are -0. PACK rows are 32 bytes.
                 let packed = _mm256_loadu_si256(PACK[hits as usize].as_ptr() as *const __m256i);
