@@ -345,6 +345,27 @@ struct Pass<'a> {
     pressures: bool,
 }
 
+/// The order in which a particle's sums of eight lanes are added up:
+/// `((l0 + l4) + (l1 + l5)) + ((l2 + l6) + (l3 + l7))` (the AVX2 loops' horizontal adds).
+#[inline]
+pub(crate) fn lane_total(l: [f32; LANES]) -> f32 {
+    ((l[0] + l[4]) + (l[1] + l[5])) + ((l[2] + l[6]) + (l[3] + l[7]))
+}
+
+/// A fluid particle's sums from those of its eight lanes (lane L: the neighbours of rank L,
+/// L + 8, ... in the search's order), each field by [`lane_total`]; `visc_max` the largest.
+/// The scalar twin of the AVX2 loops' sums: the same bits.
+pub(crate) fn sum_lanes(parts: &[Accum; LANES]) -> Accum {
+    let t = |f: fn(&Accum) -> f32| lane_total(std::array::from_fn(|l| f(&parts[l])));
+    Accum {
+        acc: V3::new(t(|a| a.acc.x), t(|a| a.acc.y), t(|a| a.acc.z)),
+        drho: t(|a| a.drho),
+        visc_max: parts.iter().fold(0.0f32, |m, a| m.max(a.visc_max)),
+        grad_c: V3::new(t(|a| a.grad_c.x), t(|a| a.grad_c.y), t(|a| a.grad_c.z)),
+        div_r: t(|a| a.div_r),
+    }
+}
+
 /// Forces of the particles `range` (within `listed`, the particles whose forces the pass
 /// computes), after computing every particle's pressure and making sure of the neighbour
 /// search when `pressures` (the first part of a pass): the Verlet list of `listed` built
@@ -527,13 +548,14 @@ impl WithPhysics for Pass<'_> {
                 #[cfg(not(target_arch = "x86_64"))]
                 let lanes = None;
                 let acc = lanes.unwrap_or_else(|| {
-                    let mut acc = Accum::default();
+                    // Neighbour k into the sums of lane k mod 8, as the AVX2 loops.
+                    let mut parts = [Accum::default(); LANES];
                     for k in 0..n {
                         let (j, r) = (near.j[k], V3::new(near.x[k], near.y[k], near.z[k]));
                         let pj = particle((j & !NearList::BOUNDARY) as usize);
-                        ph.fluid_pair(r, near.r2[k], &pi, &pj, j & NearList::BOUNDARY == 0, &mut acc);
+                        ph.fluid_pair(r, near.r2[k], &pi, &pj, j & NearList::BOUNDARY == 0, &mut parts[k % LANES]);
                     }
-                    acc
+                    sum_lanes(&parts)
                 });
                 let a_i = acc.acc + g;
                 (a_i.with_w(acc.drho * inv_rho0), acc, a_i.norm2().sqrt())
@@ -553,12 +575,12 @@ impl WithPhysics for Pass<'_> {
                 #[cfg(not(target_arch = "x86_64"))]
                 let lanes = None;
                 let drho = lanes.unwrap_or_else(|| {
-                    let mut acc = Accum::default();
+                    let mut parts = [Accum::default(); LANES];
                     for k in 0..n {
                         let r = V3::new(near.x[k], near.y[k], near.z[k]);
-                        ph.boundary_pair(r, near.r2[k], &pi, &particle(near.j[k] as usize), &mut acc);
+                        ph.boundary_pair(r, near.r2[k], &pi, &particle(near.j[k] as usize), &mut parts[k % LANES]);
                     }
-                    acc.drho
+                    lane_total(parts.map(|a| a.drho))
                 });
                 ([0.0, 0.0, 0.0, drho * inv_rho0], Accum { drho, ..Accum::default() }, 0.0)
             }

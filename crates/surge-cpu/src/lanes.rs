@@ -5,9 +5,11 @@
 //! Bitwise the same as the scalar loops: every lane does the float32 operations of
 //! `surge_core::physics` for one pair, in the same order (IEEE 754 rounds each operation
 //! alike in a lane or in a scalar register, `a - b` is `a + (-b)`, and nothing is fused),
-//! and the pairs' terms are then added to the particle's sums one pair after the other, in
-//! the neighbour list's order. Only the adds are sequential; the formulas run eight pairs
-//! at a time.
+//! and the sums are kept by lane as the scalar loops keep them: the neighbour of rank k (in
+//! the search's order, neighbours inside the support only) is added to the sums of lane
+//! k mod 8, and the eight lanes' sums are added up in one fixed order at the end
+//! (`forces::lane_total`). The order depends on the neighbours alone, not on the threads,
+//! the workers or which candidates a Verlet list holds.
 
 use crate::forces::{NearList, NeighbourSearch, Stencil, StencilCell, LANES};
 use crate::verlet::VerletList;
@@ -33,6 +35,34 @@ static COMPRESS: [[u32; 8]; 256] = {
         let (mut n, mut k) = (0, 0);
         while k < 8 {
             if (m >> k) & 1 == 1 {
+                t[m][n] = k as u32;
+                n += 1;
+            }
+            k += 1;
+        }
+        m += 1;
+    }
+    t
+};
+
+/// `PACK[mask]`: the lanes set in `mask`, in order, then the others, in order: the
+/// permutation that packs the hits of eight candidates to the front of a vector and the
+/// misses after them.
+static PACK: [[u32; 8]; 256] = {
+    let mut t = [[0u32; 8]; 256];
+    let mut m = 0;
+    while m < 256 {
+        let (mut n, mut k) = (0, 0);
+        while k < 8 {
+            if (m >> k) & 1 == 1 {
+                t[m][n] = k as u32;
+                n += 1;
+            }
+            k += 1;
+        }
+        k = 0;
+        while k < 8 {
+            if (m >> k) & 1 == 0 {
                 t[m][n] = k as u32;
                 n += 1;
             }
@@ -289,6 +319,8 @@ pub(crate) struct LanePhysics {
     diffusion: bool,
     /// Shifting sums on.
     shifting: bool,
+    /// Three dimensions (in two, the pairs' z terms are +0 and the fused loop leaves them out).
+    three_d: bool,
 }
 
 impl LanePhysics {
@@ -322,6 +354,7 @@ impl LanePhysics {
             delta_h_c0_2: c.delta_h_c0 * 2.0,
             diffusion: D::ON,
             shifting: S::ON,
+            three_d: DIM == 3,
         })
     }
 }
@@ -449,6 +482,20 @@ fn dot(ax: __m256, ay: __m256, az: __m256, bx: __m256, by: __m256, bz: __m256) -
     _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(ax, bx), _mm256_mul_ps(ay, by)), _mm256_mul_ps(az, bz))
 }
 
+/// [`dot`] with `Z`, else `a.x b.x + a.y b.y`: in two dimensions, where every z is +0, the
+/// two differ only in the sign of a zero (`-0 + 0` is `+0`), which no sum or test of the pair
+/// loops sees (the sums start at +0 and adding ±0 to them changes no bit; `v.r < 0`, `|mu|`
+/// and the products of a zero are the same for either zero).
+#[target_feature(enable = "avx2,popcnt")]
+#[inline]
+fn dot_z<const Z: bool>(ax: __m256, ay: __m256, az: __m256, bx: __m256, by: __m256, bz: __m256) -> __m256 {
+    if Z {
+        dot(ax, ay, az, bx, by, bz)
+    } else {
+        _mm256_add_ps(_mm256_mul_ps(ax, bx), _mm256_mul_ps(ay, by))
+    }
+}
+
 /// The positions along x, y and z of the eight particles from `first` of the stencil
 /// search's axes.
 ///
@@ -500,17 +547,6 @@ fn columns(r: [__m128; 8]) -> [__m256; 4] {
     transpose(a0, a1, a2, a3)
 }
 
-/// Lane k of [`transpose`]'s output.
-#[target_feature(enable = "avx2,popcnt")]
-#[inline]
-fn pick(t: &[__m256; 4], k: usize) -> __m128 {
-    if k < 4 {
-        _mm256_castps256_ps128(t[k])
-    } else {
-        _mm256_extractf128_ps::<1>(t[k - 4])
-    }
-}
-
 /// Pad the list after its first `n` entries to the next multiple of eight: entries with
 /// j = `pad` (a particle) and `r = 0`.
 #[target_feature(enable = "avx2,popcnt")]
@@ -526,9 +562,9 @@ fn pad(near: &mut NearList, n: usize, pad: u32) {
     }
 }
 
-/// The terms of eight fluid pairs, by pair as (x, y, z, w) ([`transpose`]'s layout): `-a`
-/// (minus the pressure acceleration, the continuity term), `b` (the viscous acceleration,
-/// the diffusion term), the shifting sums (`gc`, when shifting is on) and `|mu|` by lane.
+/// The terms of eight fluid pairs, by component (x, y, z, w), lane by lane: `-a` (minus the
+/// pressure acceleration, the continuity term), `b` (the viscous acceleration, the
+/// diffusion term), the shifting sums (`gc`, when shifting is on) and `|mu|`.
 struct Terms {
     minus_a: [__m256; 4],
     plus_b: [__m256; 4],
@@ -536,19 +572,42 @@ struct Terms {
     mu: __m256,
 }
 
+impl Terms {
+    /// The terms with lane L taken from lane `perm[L]` (`|mu|` as it is: its maximum does not
+    /// depend on the lanes).
+    #[target_feature(enable = "avx2,popcnt")]
+    #[inline]
+    fn permuted(&self, perm: __m256i, shifting: bool) -> Terms {
+        let q = |v: [__m256; 4]| v.map(|x| _mm256_permutevar8x32_ps(x, perm));
+        Terms {
+            minus_a: q(self.minus_a),
+            plus_b: q(self.plus_b),
+            gc: if shifting { q(self.gc) } else { self.gc },
+            mu: self.mu,
+        }
+    }
+}
+
 /// `Physics::fluid_pair`'s terms of the eight pairs `l` of particle i (density `rho_i`,
 /// pressure `p_i`), the float32 operations of the scalar formulas lane by lane. With `MASKED`,
-/// the terms of the lanes not in `keep` are -0 (adding -0 leaves any sum's bits as they are).
+/// the terms of the lanes not in `keep` are -0 (adding -0 leaves any sum's bits as they are);
+/// `|mu|` is 0 there either way.
 #[target_feature(enable = "avx2,popcnt")]
 #[inline]
-fn pair_terms<const MASKED: bool>(lp: &LanePhysics, rho_i: __m256, p_i: __m256, l: &Lanes, keep: __m256) -> Terms {
+fn pair_terms<const MASKED: bool, const DIFF: bool, const SHIFT: bool, const Z: bool>(
+    lp: &LanePhysics,
+    rho_i: __m256,
+    p_i: __m256,
+    l: &Lanes,
+    keep: __m256,
+) -> Terms {
     let neg0 = _mm256_set1_ps(-0.0);
     let (h, eta2) = (_mm256_set1_ps(lp.h), _mm256_set1_ps(lp.eta2));
-    let vr = dot(l.vx, l.vy, l.vz, l.rx, l.ry, l.rz);
+    let vr = dot_z::<Z>(l.vx, l.vy, l.vz, l.rx, l.ry, l.rz);
     // Pressure: acc -= gw (m_j (p_i + p_j) / (rho_i rho_j)).
     let p_term = _mm256_div_ps(_mm256_add_ps(p_i, l.p), _mm256_mul_ps(rho_i, l.rho));
     let s = _mm256_mul_ps(l.m, p_term);
-    let (ax, ay, az) = (_mm256_mul_ps(l.gx, s), _mm256_mul_ps(l.gy, s), _mm256_mul_ps(l.gz, s));
+    let (ax, ay) = (_mm256_mul_ps(l.gx, s), _mm256_mul_ps(l.gy, s));
     // Monaghan: mu = h v.r / (r² + eta²), pi = -alpha c0 mu / rho_mean, gw (-m_j pi)
     // when v.r < 0, else +0.
     let r2_eta2 = _mm256_add_ps(l.r2, eta2);
@@ -560,99 +619,150 @@ fn pair_terms<const MASKED: bool>(lp: &LanePhysics, rho_i: __m256, p_i: __m256, 
     let approaching = _mm256_cmp_ps::<_CMP_NGE_UQ>(vr, _mm256_setzero_ps());
     let coef_x = _mm256_mul_ps(l.gx, coef);
     let coef_y = _mm256_mul_ps(l.gy, coef);
-    let coef_z = _mm256_mul_ps(l.gz, coef);
-    let (bx, by, bz) =
-        (_mm256_and_ps(coef_x, approaching), _mm256_and_ps(coef_y, approaching), _mm256_and_ps(coef_z, approaching));
+    let (bx, by) = (_mm256_and_ps(coef_x, approaching), _mm256_and_ps(coef_y, approaching));
     // Continuity: m_j v.gw.
-    let cont = _mm256_mul_ps(l.m, dot(l.vx, l.vy, l.vz, l.gx, l.gy, l.gz));
+    let cont = _mm256_mul_ps(l.m, dot_z::<Z>(l.vx, l.vy, l.vz, l.gx, l.gy, l.gz));
     // Diffusion between fluid particles: ((((dhc0 2) (rho_j - rho_i)) (-r).gw) /
     // (r² + eta²)) vol_j; -0 (adds nothing) for a boundary j.
-    let diff = if lp.diffusion {
+    let diff = if DIFF {
         let nr = (_mm256_xor_ps(l.rx, neg0), _mm256_xor_ps(l.ry, neg0), _mm256_xor_ps(l.rz, neg0));
         let d = _mm256_mul_ps(_mm256_set1_ps(lp.delta_h_c0_2), _mm256_sub_ps(l.rho, rho_i));
-        let d = _mm256_div_ps(_mm256_mul_ps(d, dot(nr.0, nr.1, nr.2, l.gx, l.gy, l.gz)), r2_eta2);
+        let d = _mm256_div_ps(_mm256_mul_ps(d, dot_z::<Z>(nr.0, nr.1, nr.2, l.gx, l.gy, l.gz)), r2_eta2);
         let d = _mm256_mul_ps(d, _mm256_div_ps(l.m, l.rho));
         _mm256_blendv_ps(neg0, d, l.fluid)
     } else {
         neg0
     };
     let off = |v: __m256| if MASKED { _mm256_blendv_ps(neg0, v, keep) } else { v };
-    let minus_a =
-        transpose(off(_mm256_xor_ps(ax, neg0)), off(_mm256_xor_ps(ay, neg0)), off(_mm256_xor_ps(az, neg0)), off(cont));
-    let plus_b = transpose(off(bx), off(by), off(bz), off(diff));
-    let gc = if lp.shifting {
+    // The z terms: -0 (nothing) in two dimensions.
+    let z = |v: &dyn Fn() -> __m256| if Z { off(v()) } else { neg0 };
+    let minus_a = [
+        off(_mm256_xor_ps(ax, neg0)),
+        off(_mm256_xor_ps(ay, neg0)),
+        z(&|| _mm256_xor_ps(_mm256_mul_ps(l.gz, s), neg0)),
+        off(cont),
+    ];
+    let plus_b = [
+        off(bx),
+        off(by),
+        z(&|| _mm256_and_ps(_mm256_mul_ps(l.gz, coef), approaching)),
+        if DIFF { off(diff) } else { neg0 },
+    ];
+    let gc = if SHIFT {
         let vol = _mm256_div_ps(l.m, l.rho);
-        let div = _mm256_mul_ps(vol, dot(l.rx, l.ry, l.rz, l.gx, l.gy, l.gz));
-        transpose(
+        let div = _mm256_mul_ps(vol, dot_z::<Z>(l.rx, l.ry, l.rz, l.gx, l.gy, l.gz));
+        [
             off(_mm256_mul_ps(l.gx, vol)),
             off(_mm256_mul_ps(l.gy, vol)),
-            off(_mm256_mul_ps(l.gz, vol)),
+            z(&|| _mm256_mul_ps(l.gz, vol)),
             off(_mm256_xor_ps(div, neg0)),
-        )
+        ]
     } else {
         [neg0; 4]
     };
     Terms { minus_a, plus_b, gc, mu: _mm256_and_ps(_mm256_andnot_ps(neg0, mu), keep) }
 }
 
-/// Add the terms of the first `count` pairs of `t` to the sums, pair after pair: `acc +=
-/// -a` then `acc += b`, and `shift += gc` when shifting.
-#[target_feature(enable = "avx2,popcnt")]
-#[inline]
-fn add_terms(acc: &mut __m128, shift: &mut __m128, t: &Terms, shifting: bool, count: usize) {
-    if shifting {
-        if count == LANES {
-            for k in 0..LANES {
-                *acc = _mm_add_ps(_mm_add_ps(*acc, pick(&t.minus_a, k)), pick(&t.plus_b, k));
-                *shift = _mm_add_ps(*shift, pick(&t.gc, k));
-            }
-        } else {
-            for k in 0..count {
-                *acc = _mm_add_ps(_mm_add_ps(*acc, pick(&t.minus_a, k)), pick(&t.plus_b, k));
-                *shift = _mm_add_ps(*shift, pick(&t.gc, k));
+/// A fluid particle's sums by lane: lane L holds the sums of its neighbours of rank L, L + 8,
+/// L + 16, ... (ranks in the search's order, counting the neighbours inside the support
+/// only), each added as `Physics::fluid_pair` adds to an `Accum`: `acc += -a` then `acc += b`
+/// (x, y, z, w = the density rate), `shift += gc`, `visc_max = max(|mu|, visc_max)`. The
+/// eight lanes are independent chains; [`total`] adds them in a fixed order at the end.
+struct Sums {
+    acc: [__m256; 4],
+    shift: [__m256; 4],
+    visc_max: __m256,
+}
+
+impl Sums {
+    #[target_feature(enable = "avx2,popcnt")]
+    #[inline]
+    fn new() -> Sums {
+        let zero = _mm256_setzero_ps();
+        Sums { acc: [zero; 4], shift: [zero; 4], visc_max: zero }
+    }
+
+    /// Add eight pairs' terms, lane by lane.
+    #[target_feature(enable = "avx2,popcnt")]
+    #[inline]
+    fn add(&mut self, t: &Terms, shifting: bool) {
+        for c in 0..4 {
+            self.acc[c] = _mm256_add_ps(_mm256_add_ps(self.acc[c], t.minus_a[c]), t.plus_b[c]);
+        }
+        if shifting {
+            for c in 0..4 {
+                self.shift[c] = _mm256_add_ps(self.shift[c], t.gc[c]);
             }
         }
-    } else if count == LANES {
-        // The same adds, unrolled (registers, no stack copies).
-        for k in 0..LANES {
-            *acc = _mm_add_ps(_mm_add_ps(*acc, pick(&t.minus_a, k)), pick(&t.plus_b, k));
+        // max(new, old) keeps old where new is NaN, as f32::max(old, new) does.
+        self.visc_max = _mm256_max_ps(t.mu, self.visc_max);
+    }
+
+    /// The lanes' sums added up ([`total`]) as an `Accum`: `forces::sum_lanes`'s operations.
+    #[target_feature(enable = "avx2,popcnt")]
+    #[inline]
+    fn accum(&self) -> Accum {
+        let (mut a, mut s, mut v) = ([0.0f32; 4], [0.0f32; 4], [0.0f32; 8]);
+        // SAFETY: 4, 4 and 8 floats.
+        unsafe {
+            _mm_storeu_ps(a.as_mut_ptr(), total(self.acc));
+            _mm_storeu_ps(s.as_mut_ptr(), total(self.shift));
+            _mm256_storeu_ps(v.as_mut_ptr(), self.visc_max);
         }
-    } else {
-        for k in 0..count {
-            *acc = _mm_add_ps(_mm_add_ps(*acc, pick(&t.minus_a, k)), pick(&t.plus_b, k));
+        Accum {
+            acc: V3::new(a[0], a[1], a[2]),
+            drho: a[3],
+            visc_max: v.iter().fold(0.0f32, |m, &x| m.max(x)),
+            grad_c: V3::new(s[0], s[1], s[2]),
+            div_r: s[3],
         }
     }
 }
 
-/// The sums of [`fluid_pairs`] and [`fluid_pairs_listed`] as an `Accum`.
+/// The eight lanes of four vectors (x, y, z, w) added up, each as `forces::lane_total`:
+/// `((l0 + l4) + (l1 + l5)) + ((l2 + l6) + (l3 + l7))`.
 #[target_feature(enable = "avx2,popcnt")]
 #[inline]
-fn accum(acc: __m128, shift: __m128, visc_max: __m256) -> Accum {
-    let mut v = [0.0f32; 8];
-    // SAFETY: 8 floats.
-    unsafe { _mm256_storeu_ps(v.as_mut_ptr(), visc_max) };
-    let (mut a, mut s) = ([0.0f32; 4], [0.0f32; 4]);
-    // SAFETY: 4 floats each.
+fn total(v: [__m256; 4]) -> __m128 {
+    // (l0 + l4, l1 + l5, l2 + l6, l3 + l7) of each.
+    let s = v.map(|x| _mm_add_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps::<1>(x)));
+    // hadd(a, b) = (a0 + a1, a2 + a3, b0 + b1, b2 + b3).
+    _mm_hadd_ps(_mm_hadd_ps(s[0], s[1]), _mm_hadd_ps(s[2], s[3]))
+}
+
+/// [`fluid_pairs_with`] with the formula set's switches as constants.
+///
+/// # Safety
+/// As [`fluid_pairs_with`].
+#[allow(clippy::too_many_arguments)]
+#[target_feature(enable = "avx2,popcnt")]
+pub(crate) unsafe fn fluid_pairs(
+    lp: &LanePhysics,
+    i: usize,
+    pi: &PairI,
+    near: &mut NearList,
+    n: usize,
+    pj: PairJ,
+) -> Accum {
+    // SAFETY: the caller's promise.
     unsafe {
-        _mm_storeu_ps(a.as_mut_ptr(), acc);
-        _mm_storeu_ps(s.as_mut_ptr(), shift);
-    }
-    Accum {
-        acc: V3::new(a[0], a[1], a[2]),
-        drho: a[3],
-        visc_max: v.iter().fold(0.0f32, |m, &x| m.max(x)),
-        grad_c: V3::new(s[0], s[1], s[2]),
-        div_r: s[3],
+        match (lp.diffusion, lp.shifting) {
+            (false, false) => fluid_pairs_with::<false, false>(lp, i, pi, near, n, pj),
+            (true, false) => fluid_pairs_with::<true, false>(lp, i, pi, near, n, pj),
+            (false, true) => fluid_pairs_with::<false, true>(lp, i, pi, near, n, pj),
+            (true, true) => fluid_pairs_with::<true, true>(lp, i, pi, near, n, pj),
+        }
     }
 }
 
 /// `Physics::fluid_pair` of fluid particle i (index `i`) with the first `n` neighbours of
-/// the list, added in the list's order: the same sums, bit for bit.
+/// the list, summed by lanes (neighbour k in lane k mod 8, [`Sums`]): the scalar loop's sums
+/// (`forces::sum_lanes`), bit for bit.
 ///
 /// # Safety
 /// AVX2 and POPCNT ([`avx2`]); every listed j indexes `pj`'s arrays, and so does `i`.
 #[target_feature(enable = "avx2,popcnt")]
-pub(crate) unsafe fn fluid_pairs(
+unsafe fn fluid_pairs_with<const DIFF: bool, const SHIFT: bool>(
     lp: &LanePhysics,
     i: usize,
     pi: &PairI,
@@ -664,37 +774,73 @@ pub(crate) unsafe fn fluid_pairs(
     let near = &*near;
     let (rho_i, p_i) = (_mm256_set1_ps(pi.rho), _mm256_set1_ps(pi.p));
     let step = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    // (acc, drho) and (grad_c, div_r) as (x, y, z, w).
-    let mut acc = _mm_setzero_ps();
-    let mut shift = _mm_setzero_ps();
-    let mut visc_max = _mm256_setzero_ps();
+    let all = _mm256_castsi256_ps(_mm256_set1_epi32(-1));
+    let mut sums = Sums::new();
     let mut b = 0;
     while b < n {
         // SAFETY: the list is padded to a multiple of 8 with valid indices.
         let l = unsafe { load(lp, pi, near, b, pj) };
-        let valid = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32((n - b) as i32), step));
-        let t = pair_terms::<false>(lp, rho_i, p_i, &l, valid);
-        // max(new, old) keeps old where new is NaN, as f32::max(old, new) does.
-        visc_max = _mm256_max_ps(t.mu, visc_max);
-        add_terms(&mut acc, &mut shift, &t, lp.shifting, (n - b).min(LANES));
+        let t = if n - b >= LANES {
+            pair_terms::<false, DIFF, SHIFT, true>(lp, rho_i, p_i, &l, all)
+        } else {
+            // Lanes past the list's end (the padding) add -0.
+            let valid = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32((n - b) as i32), step));
+            pair_terms::<true, DIFF, SHIFT, true>(lp, rho_i, p_i, &l, valid)
+        };
+        sums.add(&t, SHIFT);
         b += LANES;
     }
-    accum(acc, shift, visc_max)
+    sums.accum()
+}
+
+/// [`fluid_pairs_listed_with`] with the formula set's switches as constants.
+///
+/// # Safety
+/// As [`fluid_pairs_listed_with`].
+#[allow(clippy::too_many_arguments)]
+#[target_feature(enable = "avx2,popcnt")]
+pub(crate) unsafe fn fluid_pairs_listed(
+    lp: &LanePhysics,
+    pi: &PairI,
+    entries: &[u32],
+    oi: V3,
+    cell: [f32; 3],
+    support2: f32,
+    pj: PairJ,
+) -> Accum {
+    // SAFETY: the caller's promise.
+    unsafe {
+        let a = (lp, pi, entries, oi, cell, support2, pj);
+        match (lp.diffusion, lp.shifting, lp.three_d) {
+            (false, false, false) => fluid_pairs_listed_with::<false, false, false>(a.0, a.1, a.2, a.3, a.4, a.5, a.6),
+            (true, false, false) => fluid_pairs_listed_with::<true, false, false>(a.0, a.1, a.2, a.3, a.4, a.5, a.6),
+            (false, true, false) => fluid_pairs_listed_with::<false, true, false>(a.0, a.1, a.2, a.3, a.4, a.5, a.6),
+            (true, true, false) => fluid_pairs_listed_with::<true, true, false>(a.0, a.1, a.2, a.3, a.4, a.5, a.6),
+            (false, false, true) => fluid_pairs_listed_with::<false, false, true>(a.0, a.1, a.2, a.3, a.4, a.5, a.6),
+            (true, false, true) => fluid_pairs_listed_with::<true, false, true>(a.0, a.1, a.2, a.3, a.4, a.5, a.6),
+            (false, true, true) => fluid_pairs_listed_with::<false, true, true>(a.0, a.1, a.2, a.3, a.4, a.5, a.6),
+            (true, true, true) => fluid_pairs_listed_with::<true, true, true>(a.0, a.1, a.2, a.3, a.4, a.5, a.6),
+        }
+    }
 }
 
 /// [`filter_near`] and [`fluid_pairs`] in one loop, for fluid particle i at offset `oi`
 /// with its Verlet list's `entries` (and `verlet::PAD` more after them): each group of eight
-/// candidates is tested and its pairs computed at once, the candidates outside the support
-/// adding -0 (nothing) to the sums. The same sums, bit for bit, without storing the
-/// neighbours and loading them back; the pair formulas run on the candidates outside the
-/// support too (about one in six in 2D).
+/// candidates is tested and its pair terms computed at once, the terms of the candidates
+/// outside the support set to -0 (they add nothing); a permutation then moves the terms of
+/// the group's neighbours into the lanes of their ranks (the neighbour of rank k to lane
+/// k mod 8, as [`fluid_pairs`] sums the filtered list: the hits packed by `PACK` and rotated
+/// by the count so far), the other lanes taking a miss's -0. The same sums as
+/// [`fluid_pairs`] after [`filter_near`], bit for bit, whichever candidates the list holds,
+/// without storing the neighbours and loading them back; the pair formulas run on the
+/// candidates outside the support too.
 ///
 /// # Safety
 /// AVX2 and POPCNT ([`avx2`]); every entry's index (those of the padding too) indexes `pj`'s
 /// arrays.
 #[allow(clippy::too_many_arguments)]
 #[target_feature(enable = "avx2,popcnt")]
-pub(crate) unsafe fn fluid_pairs_listed(
+unsafe fn fluid_pairs_listed_with<const DIFF: bool, const SHIFT: bool, const Z: bool>(
     lp: &LanePhysics,
     pi: &PairI,
     entries: &[u32],
@@ -710,11 +856,13 @@ pub(crate) unsafe fn fluid_pairs_listed(
     let index = _mm256_set1_epi32(VerletList::INDEX as i32);
     let boundary = _mm256_set1_epi32(NearList::BOUNDARY as i32);
     let (rho_i, p_i) = (_mm256_set1_ps(pi.rho), _mm256_set1_ps(pi.p));
-    let step = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    let seven = _mm256_set1_epi32(7);
     let ep = entries.as_ptr();
-    let mut acc = _mm_setzero_ps();
-    let mut shift = _mm_setzero_ps();
-    let mut visc_max = _mm256_setzero_ps();
+    let mut sums = Sums::new();
+    // Lane L of the next group takes the hit at (L - c) mod 8 of its packed hits, c the
+    // number of neighbours so far.
+    let mut rot = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    let bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
     let mut b = 0;
     while b < count {
         // SAFETY: b < count, and PAD >= LANES entries follow the last one; their indices
@@ -726,38 +874,47 @@ pub(crate) unsafe fn fluid_pairs_listed(
             let sy = _mm256_permutevar8x32_ps(ty, _mm256_srl_epi32(e, _mm_cvtsi32_si128(bits + 2)));
             let sz = _mm256_permutevar8x32_ps(tz, _mm256_srl_epi32(e, _mm_cvtsi32_si128(bits + 4)));
             let (bx, by, bz) = (_mm256_sub_ps(ox, sx), _mm256_sub_ps(oy, sy), _mm256_sub_ps(oz, sz));
-            let j = |k: usize| (*ep.add(b + k) & VerletList::INDEX) as usize;
             macro_rules! p {
                 ($k:expr) => {
-                    _mm_loadu_ps(pj.pos.get_unchecked(j($k)).as_ptr())
+                    _mm_loadu_ps(pj.pos.get_unchecked((*ep.add(b + $k) & VerletList::INDEX) as usize).as_ptr())
                 };
             }
             // Positions (x, y, z, m) of eight candidates, by component.
             let [xj, yj, zj, m] = columns([p!(0), p!(1), p!(2), p!(3), p!(4), p!(5), p!(6), p!(7)]);
             let [rx, ry, rz, r2] = offsets(bx, by, bz, [xj, yj, zj]);
-            let mut inside = _mm256_and_ps(_mm256_cmp_ps::<_CMP_LT_OQ>(r2, s2), _mm256_cmp_ps::<_CMP_GT_OQ>(r2, zero));
+            let inside = _mm256_and_ps(_mm256_cmp_ps::<_CMP_LT_OQ>(r2, s2), _mm256_cmp_ps::<_CMP_GT_OQ>(r2, zero));
+            let mut hits = _mm256_movemask_ps(inside) as u32;
             if count - b < LANES {
                 // Lanes past the particle's entries (the next particle's, or the padding) are off.
-                let valid = _mm256_cmpgt_epi32(_mm256_set1_epi32((count - b) as i32), step);
-                inside = _mm256_and_ps(inside, _mm256_castsi256_ps(valid));
+                hits &= (1u32 << (count - b)) - 1;
             }
-            if _mm256_movemask_ps(inside) != 0 {
+            if hits != 0 {
                 let idx = _mm256_and_si256(e, index);
                 let fluid =
                     _mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_and_si256(e, boundary), _mm256_setzero_si256()));
+                let j = |k: usize| (*ep.add(b + k) & VerletList::INDEX) as usize;
                 let l = lanes_of(lp, pi, [rx, ry, rz, r2], idx, fluid, m, j, pj);
-                let t = pair_terms::<true>(lp, rho_i, p_i, &l, inside);
-                visc_max = _mm256_max_ps(t.mu, visc_max);
-                add_terms(&mut acc, &mut shift, &t, lp.shifting, LANES);
+                let inside = _mm256_castsi256_ps(_mm256_cmpgt_epi32(
+                    _mm256_and_si256(_mm256_set1_epi32(hits as i32), bit),
+                    _mm256_setzero_si256(),
+                ));
+                let t = pair_terms::<true, DIFF, SHIFT, Z>(lp, rho_i, p_i, &l, inside);
+                // Lane L takes the hit `rot[L]` of the packed hits, or (from `rot[L] = k` on)
+                // a miss, whose terms are -0. PACK rows are 32 bytes.
+                let packed = _mm256_loadu_si256(PACK[hits as usize].as_ptr() as *const __m256i);
+                let perm = _mm256_permutevar8x32_epi32(packed, rot);
+                sums.add(&t.permuted(perm, SHIFT), SHIFT);
+                rot = _mm256_and_si256(_mm256_sub_epi32(rot, _mm256_set1_epi32(hits.count_ones() as i32)), seven);
             }
         }
         b += LANES;
     }
-    accum(acc, shift, visc_max)
+    sums.accum()
 }
 
 /// `Physics::boundary_pair` of boundary particle i (index `i`) with the first `n` (fluid)
-/// neighbours of the list, added in the list's order: the density rate, bit for bit.
+/// neighbours of the list, summed by lanes as [`fluid_pairs`]: the density rate of the
+/// scalar loop (`forces::lane_total` of its lanes), bit for bit.
 ///
 /// # Safety
 /// AVX2 and POPCNT ([`avx2`]); every listed j indexes `pj`'s arrays, and so does `i`.
@@ -772,19 +929,21 @@ pub(crate) unsafe fn boundary_pairs(
 ) -> f32 {
     pad(near, n, i as u32);
     let near = &*near;
-    let mut drho = 0.0f32;
+    let step = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    let zero = _mm256_setzero_ps();
+    let mut drho = zero;
     let mut b = 0;
     while b < n {
         // SAFETY: the list is padded to a multiple of 8 with valid indices.
         let l = unsafe { load(lp, pi, near, b, pj) };
-        let cont = _mm256_mul_ps(l.m, dot(l.vx, l.vy, l.vz, l.gx, l.gy, l.gz));
-        let mut c = [0.0f32; 8];
-        // SAFETY: 8 floats.
-        unsafe { _mm256_storeu_ps(c.as_mut_ptr(), cont) };
-        for &c in &c[..(n - b).min(LANES)] {
-            drho += c;
+        let mut cont = _mm256_mul_ps(l.m, dot(l.vx, l.vy, l.vz, l.gx, l.gy, l.gz));
+        if n - b < LANES {
+            // Lanes past the list's end (the padding) add -0.
+            let valid = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32((n - b) as i32), step));
+            cont = _mm256_blendv_ps(_mm256_set1_ps(-0.0), cont, valid);
         }
+        drho = _mm256_add_ps(drho, cont);
         b += LANES;
     }
-    drho
+    _mm_cvtss_f32(total([drho, zero, zero, zero]))
 }
