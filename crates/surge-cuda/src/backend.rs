@@ -36,17 +36,25 @@ mod mdbc;
 /// `SURGE_CUDA_SKIN` overrides it for tuning.
 pub const CUDA_SKIN_FRACTION: f64 = 0.02;
 
+/// The skin with mDBC walls, whose rebuild also lists and orders the walls' ghost nodes: a
+/// wider skin, fewer rebuilds. SPHERIC Test 2 at dp 0.006 over the developed flow on an H100
+/// (docs/PERFORMANCE.md): 0.02 / 0.04 / 0.07 / 0.10 gave 13.78 / 13.49 / 13.58 / 14.07
+/// ms/step with mDBC, and 11.44 / 11.68 / 11.59 / 11.77 with DBC.
+pub const CUDA_SKIN_FRACTION_MDBC: f64 = 0.04;
+
 /// The GPU's cells are half the support (plus skin) and its stencil reaches two cells each
 /// side: 125 small cells in 3D hold about 40 % fewer candidate neighbours than 27 large ones,
 /// and checking candidates is half the force pass.
 pub const STENCIL_REACH: i32 = 2;
 
-pub(crate) fn skin_fraction() -> f64 {
+/// The skin fraction of `case` on the GPU ([`CUDA_SKIN_FRACTION`], with mDBC walls
+/// [`CUDA_SKIN_FRACTION_MDBC`]; `SURGE_CUDA_SKIN` overrides both).
+pub(crate) fn skin_fraction(case: &Case) -> f64 {
     std::env::var("SURGE_CUDA_SKIN")
         .ok()
         .and_then(|s| s.parse().ok())
         .filter(|&x: &f64| x > 0.0 && x < 1.0)
-        .unwrap_or(CUDA_SKIN_FRACTION)
+        .unwrap_or(if case.boundary.is_mdbc() { CUDA_SKIN_FRACTION_MDBC } else { CUDA_SKIN_FRACTION })
 }
 
 /// The `skip` key of histogram_kernel and scatter_kernel that no key has (the particle sort).
@@ -546,7 +554,7 @@ impl CudaBackend {
         let gpus = crate::probe::gpus()?;
         let gpu = gpus.get(ordinal).ok_or_else(|| format!("there is no GPU {ordinal}: {} visible", gpus.len()))?;
         crate::probe::nvrtc_version()?;
-        let whole = Grid::with_skin(case, case.split_axis(), skin_fraction(), STENCIL_REACH)?;
+        let whole = Grid::with_skin(case, case.split_axis(), skin_fraction(case), STENCIL_REACH)?;
         let cap = cap.max(n).max(1);
         let bins = 2 * whole.cell_count();
         // Sort keys (2 x cell + kind, and `bins` for the dropped) and the cell table's indices
