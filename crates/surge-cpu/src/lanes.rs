@@ -26,52 +26,38 @@ pub(crate) fn avx2() -> bool {
     is_x86_feature_detected!("avx2") && is_x86_feature_detected!("popcnt")
 }
 
-/// `COMPRESS[mask]`: the lanes set in `mask`, in order, then zeros: the permutation that
-/// packs the hits of eight candidates to the front of a vector.
-static COMPRESS: [[u32; 8]; 256] = {
+/// For each mask of eight lanes: the lanes set in it, in order, then (`misses`) the others,
+/// in order, or zeros.
+const fn pack_table(misses: bool) -> [[u32; 8]; 256] {
     let mut t = [[0u32; 8]; 256];
     let mut m = 0;
     while m < 256 {
-        let (mut n, mut k) = (0, 0);
-        while k < 8 {
-            if (m >> k) & 1 == 1 {
-                t[m][n] = k as u32;
-                n += 1;
+        let mut n = 0;
+        let mut pass = 0;
+        while pass < 1 + misses as usize {
+            let mut k = 0;
+            while k < 8 {
+                if (m >> k) & 1 == (pass == 0) as usize {
+                    t[m][n] = k as u32;
+                    n += 1;
+                }
+                k += 1;
             }
-            k += 1;
+            pass += 1;
         }
         m += 1;
     }
     t
-};
+}
+
+/// `COMPRESS[mask]`: the lanes set in `mask`, in order, then zeros: the permutation that
+/// packs the hits of eight candidates to the front of a vector.
+static COMPRESS: [[u32; 8]; 256] = pack_table(false);
 
 /// `PACK[mask]`: the lanes set in `mask`, in order, then the others, in order: the
 /// permutation that packs the hits of eight candidates to the front of a vector and the
 /// misses after them.
-static PACK: [[u32; 8]; 256] = {
-    let mut t = [[0u32; 8]; 256];
-    let mut m = 0;
-    while m < 256 {
-        let (mut n, mut k) = (0, 0);
-        while k < 8 {
-            if (m >> k) & 1 == 1 {
-                t[m][n] = k as u32;
-                n += 1;
-            }
-            k += 1;
-        }
-        k = 0;
-        while k < 8 {
-            if (m >> k) & 1 == 0 {
-                t[m][n] = k as u32;
-                n += 1;
-            }
-            k += 1;
-        }
-        m += 1;
-    }
-    t
-};
+static PACK: [[u32; 8]; 256] = pack_table(true);
 
 /// `forces::gather_near` over AVX2 lanes: the same list, in the same order, with the same
 /// bits (`r_ij` and `r²` are the same operations); the hits of eight candidates are packed
@@ -946,4 +932,22 @@ pub(crate) unsafe fn boundary_pairs(
         b += LANES;
     }
     _mm_cvtss_f32(total([drho, zero, zero, zero]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{COMPRESS, PACK};
+
+    /// Each mask's hits in order, then its misses in order (PACK) or zeros (COMPRESS).
+    #[test]
+    fn the_pack_tables_list_hits_then_misses() {
+        for m in 0..256usize {
+            let hits: Vec<u32> = (0..8).filter(|k| m >> k & 1 == 1).collect();
+            let misses: Vec<u32> = (0..8).filter(|k| m >> k & 1 == 0).collect();
+            let pack: Vec<u32> = hits.iter().chain(&misses).copied().collect();
+            let compress: Vec<u32> = hits.iter().copied().chain(std::iter::repeat(0)).take(8).collect();
+            assert_eq!(PACK[m].to_vec(), pack, "PACK[{m:#010b}]");
+            assert_eq!(COMPRESS[m].to_vec(), compress, "COMPRESS[{m:#010b}]");
+        }
+    }
 }
