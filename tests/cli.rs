@@ -735,6 +735,38 @@ fn a_case_too_large_for_the_host_is_refused_before_it_is_built() {
     assert!(!out_dir.exists(), "a refused run must not write anything");
 }
 
+/// summary.json's memory per particle counts what the CPU backend builds after the start (its
+/// Verlet list, most of its memory at h = 2 dp in 3D), on one worker and on two, and stays
+/// within `surge check`'s estimate, which the refusal of cases too large relies on.
+#[test]
+fn the_summary_counts_the_cpu_verlet_list_within_the_estimate() {
+    let tmp = TempDir::new("cli-summary-memory");
+    let config = root().join("configs/dam_break_3d.toml");
+    let c = config.display().to_string();
+    let check = surge(&["check", &c, "--backend", "cpu"]);
+    check.assert_code(0);
+    // "memory      62.1 MB on cpu (1407 bytes/particle), ..."
+    let estimate: u64 = check
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("memory")?.split("on cpu (").nth(1)?.split(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no CPU memory estimate\n{}", check.describe()));
+    for workers in ["1", "2"] {
+        let dir = tmp.join(workers);
+        let d = dir.display().to_string();
+        let args = ["run", &c, "--backend", "cpu", "--workers", workers, "--quiet", "--out", &d, "--max-steps", "20"];
+        let out = surge(&args);
+        out.assert_code(0);
+        let measured = read_json(&dir.join("summary.json"))["bytes_per_particle"].as_u64().unwrap();
+        // The buffers and the cell table alone are about 180 bytes a particle here, an eighth of
+        // the estimate; the list makes up most of the rest.
+        assert!(
+            measured * 3 >= estimate && measured <= estimate,
+            "{workers} worker(s): {measured} bytes/particle in summary.json against the estimate {estimate}"
+        );
+    }
+}
+
 // surge plot
 
 /// The eight bytes every PNG file starts with.

@@ -96,7 +96,8 @@ pub struct Summary {
     /// cost. 0 when not known (a failed run).
     #[serde(default)]
     pub rebuild_share: f64,
-    /// Device memory per particle.
+    /// Device memory per particle: the most held at the start or the end of the run (a CPU
+    /// backend's Verlet list is built after the start), on the device that holds most.
     pub bytes_per_particle: u64,
     /// Backend name, e.g. `cpu`.
     pub backend: String,

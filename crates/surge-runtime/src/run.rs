@@ -159,11 +159,13 @@ enum Msg {
         steps: u64,
         time: f64,
         wall: f64,
+        bytes_per_particle: usize,
     },
     Done {
         steps: u64,
         time: f64,
         wall: f64,
+        bytes_per_particle: usize,
     },
 }
 
@@ -363,7 +365,8 @@ pub fn run(
                     summary.message = Some(error.to_string());
                     return Err(RunError::Diverged(error, files));
                 }
-                Msg::Interrupted { steps, time, wall } => {
+                Msg::Interrupted { steps, time, wall, bytes_per_particle } => {
+                    summary.bytes_per_particle = summary.bytes_per_particle.max(bytes_per_particle as u64);
                     summary.steps = steps;
                     summary.sim_time = time;
                     summary.wall_seconds = start.wall + wall;
@@ -376,7 +379,8 @@ pub fn run(
                         summary.checkpoint.as_deref().unwrap_or("the checkpoint")
                     ));
                 }
-                Msg::Done { steps, time, wall } => {
+                Msg::Done { steps, time, wall, bytes_per_particle } => {
+                    summary.bytes_per_particle = summary.bytes_per_particle.max(bytes_per_particle as u64);
                     summary.steps = steps;
                     summary.sim_time = time;
                     summary.wall_seconds = start.wall + wall;
@@ -595,11 +599,11 @@ fn worker_loop(sim: &mut Simulation, opts: &RunOptions, start: Start, tx: &mpsc:
         }
         let wall = clock.elapsed().as_secs_f64();
         if done {
-            send(Msg::Done { steps: sim.steps(), time: t, wall });
+            send(Msg::Done { steps: sim.steps(), time: t, wall, bytes_per_particle: sim.bytes_per_particle() });
             return;
         }
         if stop {
-            send(Msg::Interrupted { steps: sim.steps(), time: t, wall });
+            send(Msg::Interrupted { steps: sim.steps(), time: t, wall, bytes_per_particle: sim.bytes_per_particle() });
             return;
         }
         // Nothing shortens a step: frames and gauges read the state at the first step end at

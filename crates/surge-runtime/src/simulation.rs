@@ -211,11 +211,12 @@ impl Simulation {
         }
     }
 
-    /// Device memory per particle (the largest over the devices).
+    /// Device memory per particle held now (the largest over the devices).
     pub fn bytes_per_particle(&self) -> usize {
         match &self.devices {
             Devices::Solo(w) => w.backend.bytes_per_particle(),
-            Devices::Team(t) => t.bytes_per_particle,
+            // The figure at load, or more since (a CPU worker's Verlet list).
+            Devices::Team(t) => t.reports().iter().map(|r| r.bytes_per_particle).fold(t.bytes_per_particle, usize::max),
         }
     }
 

@@ -70,6 +70,9 @@ pub struct DeviceReport {
     pub times: DeviceTimes,
     /// Boundary moves applied (all devices count all moves).
     pub moves: u64,
+    /// Memory held per particle now ([`Backend::bytes_per_particle`]: a CPU backend's
+    /// Verlet list counts once built).
+    pub bytes_per_particle: usize,
 }
 
 /// What a device counted since it was made: fluid that left the domain, particles its
@@ -721,6 +724,7 @@ impl Worker {
             slice: self.map.owned(self.me()),
             times: self.times,
             moves: self.moves,
+            bytes_per_particle: self.backend.bytes_per_particle(),
         }
     }
 }
