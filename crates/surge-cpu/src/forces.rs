@@ -662,6 +662,7 @@ mod tests {
         wall = [{ min = [0.0, 0.0, 0.0], max = [0.8, 0.6, 0.6], faces = ["x-", "x+", "y-", "y+", "z-"] }]
     "#;
     const DIFFUSION: &str = r#"physics.density_diffusion={kind="molteni_colagrossi", delta=0.1}"#;
+    const FOURTAKAS: &str = r#"physics.density_diffusion={kind="fourtakas", delta=0.1}"#;
     const SHIFTING: &str = r#"physics.shifting={kind="lind", coefficient=10.0}"#;
     const LAMINAR: &str = r#"physics.viscosity={kind="laminar", nu=1e-3}"#;
 
@@ -706,11 +707,12 @@ mod tests {
             r#"domain={min=[-0.2, -0.2, -0.2], max=[1.0, 0.8, 1.0], on_exit="remove"}"#,
             "obstacle=[{min=[0.5, 0.2, 0.0], max=[0.6, 0.3, 0.2]}]",
         ];
-        let variants: [(&str, &[&str], &[&str]); 4] = [
+        let variants: [(&str, &[&str], &[&str]); 5] = [
             (THROWN_2D, &d2, &[DIFFUSION, SHIFTING]),
             (THROWN_2D, &d2, &[LAMINAR]),
             (THROWN_3D, &d3, &[DIFFUSION]),
             (THROWN_3D, &d3, &[SHIFTING]),
+            (THROWN_3D, &d3, &[FOURTAKAS]),
         ];
         for (text, base, sets) in variants {
             let sets: Vec<String> = base.iter().chain(sets).map(|s| s.to_string()).collect();
@@ -761,12 +763,14 @@ mod tests {
             return;
         }
         let none = r#"physics.density_diffusion={kind="none"}"#;
-        let variants: [(&str, &[&str], bool); 6] = [
+        let variants: [(&str, &[&str], bool); 8] = [
             (THROWN_2D, &[DIFFUSION], true),
             (THROWN_2D, &[none], true),
             (THROWN_2D, &[DIFFUSION, SHIFTING], true),
             (THROWN_3D, &[DIFFUSION], true),
             (THROWN_3D, &[none, SHIFTING], true),
+            (THROWN_2D, &[FOURTAKAS], true),
+            (THROWN_3D, &[FOURTAKAS, SHIFTING], true),
             (THROWN_2D, &[LAMINAR], false),
         ];
         for (text, sets, lanes) in variants {

@@ -301,13 +301,23 @@ pub(crate) struct LanePhysics {
     neg_alpha_c0: f32,
     /// `delta h c0 2` (likewise).
     delta_h_c0_2: f32,
-    /// Molteni–Colagrossi diffusion on.
-    diffusion: bool,
+    /// Density diffusion: [`NO_DIFFUSION`], [`MOLTENI`] or [`FOURTAKAS`].
+    diffusion: u8,
+    /// Fourtakas' constants: rho0, the body force, 1 / B, 1 / gamma.
+    rho0: f32,
+    g: [f32; 3],
+    inv_b: f32,
+    inv_gamma: f32,
     /// Shifting sums on.
     shifting: bool,
     /// Three dimensions (in two, the pairs' z terms are +0 and the fused loop leaves them out).
     three_d: bool,
 }
+
+/// [`LanePhysics::diffusion`]: none, Molteni–Colagrossi, Fourtakas (the pair loops' `DIFF`).
+const NO_DIFFUSION: u8 = 0;
+const MOLTENI: u8 = 1;
+const FOURTAKAS: u8 = 2;
 
 impl LanePhysics {
     /// The lanes' constants for this formula set, or `None` when the lanes do not implement
@@ -327,7 +337,7 @@ impl LanePhysics {
         let supported = K::NAME == "wendland_c2"
             && V::NAME == "artificial"
             && !V::MIRROR_WALL
-            && matches!(D::NAME, "none" | "molteni_colagrossi")
+            && matches!(D::NAME, "none" | "molteni_colagrossi" | "fourtakas")
             && matches!(S::NAME, "none" | "lind")
             && !B::MDBC;
         let [inv_h, _, a_f] = ph.kernel.constants();
@@ -338,7 +348,15 @@ impl LanePhysics {
             eta2: ph.eta2,
             neg_alpha_c0: -c.alpha * c.c0,
             delta_h_c0_2: c.delta_h_c0 * 2.0,
-            diffusion: D::ON,
+            diffusion: match D::NAME {
+                "molteni_colagrossi" => MOLTENI,
+                "fourtakas" => FOURTAKAS,
+                _ => NO_DIFFUSION,
+            },
+            rho0: c.rho0,
+            g: [c.g.x, c.g.y, c.g.z],
+            inv_b: c.inv_b,
+            inv_gamma: c.inv_gamma,
             shifting: S::ON,
             three_d: DIM == 3,
         })
@@ -482,6 +500,45 @@ fn dot_z<const Z: bool>(ax: __m256, ay: __m256, az: __m256, bx: __m256, by: __m2
     }
 }
 
+/// `surge_core::physics::diffusion::pow_pos` of eight values, its operations lane by lane.
+#[target_feature(enable = "avx2,popcnt")]
+#[inline]
+fn pow_pos(x: __m256, p: f32) -> __m256 {
+    use surge_core::physics::diffusion::{POW_EXP, POW_LN};
+    let f = _mm256_set1_ps;
+    let (add, sub, mul) = (_mm256_add_ps, _mm256_sub_ps, _mm256_mul_ps);
+    let normal = _mm256_cmp_ps::<_CMP_GE_OQ>(x, f(f32::MIN_POSITIVE));
+    let bits = _mm256_castps_si256(x);
+    let e = _mm256_sub_epi32(_mm256_srli_epi32::<23>(bits), _mm256_set1_epi32(127));
+    let m = _mm256_or_si256(_mm256_and_si256(bits, _mm256_set1_epi32(0x007f_ffff)), _mm256_set1_epi32(0x3f80_0000));
+    let m = _mm256_castsi256_ps(m);
+    let big = _mm256_cmp_ps::<_CMP_GT_OQ>(m, f(std::f32::consts::SQRT_2));
+    let m = _mm256_blendv_ps(m, mul(m, f(0.5)), big);
+    // The mask is -1 where m was halved: e + 1 there.
+    let e = _mm256_sub_epi32(e, _mm256_castps_si256(big));
+    let t = _mm256_div_ps(sub(m, f(1.0)), add(m, f(1.0)));
+    let t2 = mul(t, t);
+    let c = POW_LN.map(|v| f(v));
+    let ln_m = mul(t, add(f(2.0), mul(t2, add(c[0], mul(t2, add(c[1], mul(t2, add(c[2], mul(t2, c[3])))))))));
+    let ef = _mm256_cvtepi32_ps(e);
+    let p_hi = f32::from_bits(p.to_bits() & 0xffff_f000);
+    let head = mul(f(p_hi), ef);
+    let n0 = _mm256_floor_ps(add(head, f(0.5)));
+    let g = add(sub(head, n0), add(mul(f(p - p_hi), ef), mul(f(p), mul(ln_m, f(std::f32::consts::LOG2_E)))));
+    let n1 = _mm256_floor_ps(add(g, f(0.5)));
+    let u = mul(sub(g, n1), f(std::f32::consts::LN_2));
+    let c = POW_EXP.map(|v| f(v));
+    let q = mul(u, add(c[3], mul(u, c[4])));
+    let q = mul(u, add(c[2], q));
+    let q = mul(u, add(c[1], q));
+    let q = mul(u, add(c[0], q));
+    let q = mul(u, add(f(0.5), q));
+    let q = add(f(1.0), mul(u, add(f(1.0), q)));
+    let n = _mm256_min_ps(_mm256_max_ps(add(n0, n1), f(-126.0)), f(127.0));
+    let scale = _mm256_slli_epi32::<23>(_mm256_add_epi32(_mm256_cvttps_epi32(n), _mm256_set1_epi32(127)));
+    _mm256_and_ps(mul(q, _mm256_castsi256_ps(scale)), normal)
+}
+
 /// The positions along x, y and z of the eight particles from `first` of the stencil
 /// search's axes.
 ///
@@ -580,7 +637,7 @@ impl Terms {
 /// `|mu|` is 0 there either way.
 #[target_feature(enable = "avx2,popcnt")]
 #[inline]
-fn pair_terms<const MASKED: bool, const DIFF: bool, const SHIFT: bool, const Z: bool>(
+fn pair_terms<const MASKED: bool, const DIFF: u8, const SHIFT: bool, const Z: bool>(
     lp: &LanePhysics,
     rho_i: __m256,
     p_i: __m256,
@@ -609,10 +666,21 @@ fn pair_terms<const MASKED: bool, const DIFF: bool, const SHIFT: bool, const Z: 
     // Continuity: m_j v.gw.
     let cont = _mm256_mul_ps(l.m, dot_z::<Z>(l.vx, l.vy, l.vz, l.gx, l.gy, l.gz));
     // Diffusion between fluid particles: ((((dhc0 2) (rho_j - rho_i)) (-r).gw) /
-    // (r² + eta²)) vol_j; -0 (adds nothing) for a boundary j.
-    let diff = if DIFF {
+    // (r² + eta²)) vol_j; -0 (adds nothing) for a boundary j. Fourtakas: (rho_j - rho_i) -
+    // rho_h, rho_h = rho0 (pow_pos(max(1 + (rho0 g.(-r)) / B, 0), 1 / gamma) - 1).
+    let diff = if DIFF != NO_DIFFUSION {
         let nr = (_mm256_xor_ps(l.rx, neg0), _mm256_xor_ps(l.ry, neg0), _mm256_xor_ps(l.rz, neg0));
-        let d = _mm256_mul_ps(_mm256_set1_ps(lp.delta_h_c0_2), _mm256_sub_ps(l.rho, rho_i));
+        let mut drho = _mm256_sub_ps(l.rho, rho_i);
+        if DIFF == FOURTAKAS {
+            let rho0 = _mm256_set1_ps(lp.rho0);
+            let [gx, gy, gz] = lp.g.map(|v| _mm256_set1_ps(v));
+            let gr = dot_z::<Z>(gx, gy, gz, nr.0, nr.1, nr.2);
+            let arg =
+                _mm256_add_ps(_mm256_set1_ps(1.0), _mm256_mul_ps(_mm256_mul_ps(rho0, gr), _mm256_set1_ps(lp.inv_b)));
+            let pow = pow_pos(_mm256_max_ps(arg, _mm256_setzero_ps()), lp.inv_gamma);
+            drho = _mm256_sub_ps(drho, _mm256_mul_ps(rho0, _mm256_sub_ps(pow, _mm256_set1_ps(1.0))));
+        }
+        let d = _mm256_mul_ps(_mm256_set1_ps(lp.delta_h_c0_2), drho);
         let d = _mm256_div_ps(_mm256_mul_ps(d, dot_z::<Z>(nr.0, nr.1, nr.2, l.gx, l.gy, l.gz)), r2_eta2);
         let d = _mm256_mul_ps(d, _mm256_div_ps(l.m, l.rho));
         _mm256_blendv_ps(neg0, d, l.fluid)
@@ -632,7 +700,7 @@ fn pair_terms<const MASKED: bool, const DIFF: bool, const SHIFT: bool, const Z: 
         off(bx),
         off(by),
         z(&|| _mm256_and_ps(_mm256_mul_ps(l.gz, coef), approaching)),
-        if DIFF { off(diff) } else { neg0 },
+        if DIFF != NO_DIFFUSION { off(diff) } else { neg0 },
     ];
     let gc = if SHIFT {
         let vol = _mm256_div_ps(l.m, l.rho);
@@ -733,10 +801,12 @@ pub(crate) unsafe fn fluid_pairs(
     // SAFETY: the caller's promise.
     unsafe {
         match (lp.diffusion, lp.shifting) {
-            (false, false) => fluid_pairs_with::<false, false>(lp, i, pi, near, n, pj),
-            (true, false) => fluid_pairs_with::<true, false>(lp, i, pi, near, n, pj),
-            (false, true) => fluid_pairs_with::<false, true>(lp, i, pi, near, n, pj),
-            (true, true) => fluid_pairs_with::<true, true>(lp, i, pi, near, n, pj),
+            (NO_DIFFUSION, false) => fluid_pairs_with::<NO_DIFFUSION, false>(lp, i, pi, near, n, pj),
+            (MOLTENI, false) => fluid_pairs_with::<MOLTENI, false>(lp, i, pi, near, n, pj),
+            (_, false) => fluid_pairs_with::<FOURTAKAS, false>(lp, i, pi, near, n, pj),
+            (NO_DIFFUSION, true) => fluid_pairs_with::<NO_DIFFUSION, true>(lp, i, pi, near, n, pj),
+            (MOLTENI, true) => fluid_pairs_with::<MOLTENI, true>(lp, i, pi, near, n, pj),
+            (_, true) => fluid_pairs_with::<FOURTAKAS, true>(lp, i, pi, near, n, pj),
         }
     }
 }
@@ -748,7 +818,7 @@ pub(crate) unsafe fn fluid_pairs(
 /// # Safety
 /// AVX2 and POPCNT ([`avx2`]); every listed j indexes `pj`'s arrays, and so does `i`.
 #[target_feature(enable = "avx2,popcnt")]
-unsafe fn fluid_pairs_with<const DIFF: bool, const SHIFT: bool>(
+unsafe fn fluid_pairs_with<const DIFF: u8, const SHIFT: bool>(
     lp: &LanePhysics,
     i: usize,
     pi: &PairI,
@@ -798,14 +868,32 @@ pub(crate) unsafe fn fluid_pairs_listed(
     unsafe {
         let a = (lp, pi, entries, oi, cell, support2, pj);
         match (lp.diffusion, lp.shifting, lp.three_d) {
-            (false, false, false) => fluid_pairs_listed_with::<false, false, false>(a.0, a.1, a.2, a.3, a.4, a.5, a.6),
-            (true, false, false) => fluid_pairs_listed_with::<true, false, false>(a.0, a.1, a.2, a.3, a.4, a.5, a.6),
-            (false, true, false) => fluid_pairs_listed_with::<false, true, false>(a.0, a.1, a.2, a.3, a.4, a.5, a.6),
-            (true, true, false) => fluid_pairs_listed_with::<true, true, false>(a.0, a.1, a.2, a.3, a.4, a.5, a.6),
-            (false, false, true) => fluid_pairs_listed_with::<false, false, true>(a.0, a.1, a.2, a.3, a.4, a.5, a.6),
-            (true, false, true) => fluid_pairs_listed_with::<true, false, true>(a.0, a.1, a.2, a.3, a.4, a.5, a.6),
-            (false, true, true) => fluid_pairs_listed_with::<false, true, true>(a.0, a.1, a.2, a.3, a.4, a.5, a.6),
-            (true, true, true) => fluid_pairs_listed_with::<true, true, true>(a.0, a.1, a.2, a.3, a.4, a.5, a.6),
+            (NO_DIFFUSION, false, false) => {
+                fluid_pairs_listed_with::<NO_DIFFUSION, false, false>(a.0, a.1, a.2, a.3, a.4, a.5, a.6)
+            }
+            (NO_DIFFUSION, false, true) => {
+                fluid_pairs_listed_with::<NO_DIFFUSION, false, true>(a.0, a.1, a.2, a.3, a.4, a.5, a.6)
+            }
+            (NO_DIFFUSION, true, false) => {
+                fluid_pairs_listed_with::<NO_DIFFUSION, true, false>(a.0, a.1, a.2, a.3, a.4, a.5, a.6)
+            }
+            (NO_DIFFUSION, true, true) => {
+                fluid_pairs_listed_with::<NO_DIFFUSION, true, true>(a.0, a.1, a.2, a.3, a.4, a.5, a.6)
+            }
+            (MOLTENI, false, false) => {
+                fluid_pairs_listed_with::<MOLTENI, false, false>(a.0, a.1, a.2, a.3, a.4, a.5, a.6)
+            }
+            (MOLTENI, false, true) => {
+                fluid_pairs_listed_with::<MOLTENI, false, true>(a.0, a.1, a.2, a.3, a.4, a.5, a.6)
+            }
+            (MOLTENI, true, false) => {
+                fluid_pairs_listed_with::<MOLTENI, true, false>(a.0, a.1, a.2, a.3, a.4, a.5, a.6)
+            }
+            (MOLTENI, true, true) => fluid_pairs_listed_with::<MOLTENI, true, true>(a.0, a.1, a.2, a.3, a.4, a.5, a.6),
+            (_, false, false) => fluid_pairs_listed_with::<FOURTAKAS, false, false>(a.0, a.1, a.2, a.3, a.4, a.5, a.6),
+            (_, false, true) => fluid_pairs_listed_with::<FOURTAKAS, false, true>(a.0, a.1, a.2, a.3, a.4, a.5, a.6),
+            (_, true, false) => fluid_pairs_listed_with::<FOURTAKAS, true, false>(a.0, a.1, a.2, a.3, a.4, a.5, a.6),
+            (_, true, true) => fluid_pairs_listed_with::<FOURTAKAS, true, true>(a.0, a.1, a.2, a.3, a.4, a.5, a.6),
         }
     }
 }
@@ -826,7 +914,7 @@ pub(crate) unsafe fn fluid_pairs_listed(
 /// arrays.
 #[allow(clippy::too_many_arguments)]
 #[target_feature(enable = "avx2,popcnt")]
-unsafe fn fluid_pairs_listed_with<const DIFF: bool, const SHIFT: bool, const Z: bool>(
+unsafe fn fluid_pairs_listed_with<const DIFF: u8, const SHIFT: bool, const Z: bool>(
     lp: &LanePhysics,
     pi: &PairI,
     entries: &[u32],
