@@ -496,7 +496,7 @@ impl WithPhysics for Pass<'_> {
             (avx2, if avx2 { crate::lanes::LanePhysics::of(&ph, eos) } else { None })
         };
         #[cfg(target_arch = "x86_64")]
-        let pair_j = crate::lanes::PairJ { pos, vel, press, rho0: eos.rho0 };
+        let pair_j = crate::lanes::PairJ { pos, vel, press, rho0: eos.rho0, mdbc };
         // The neighbours of particle i into `near` (fluid ones only when `fluid_only`).
         let gather = |i: usize, fluid_only: bool, (stencil, near): &mut (Stencil, NearList)| -> usize {
             let oi = V3::from4(pos[i]);
@@ -663,6 +663,8 @@ mod tests {
     "#;
     const DIFFUSION: &str = r#"physics.density_diffusion={kind="molteni_colagrossi", delta=0.1}"#;
     const FOURTAKAS: &str = r#"physics.density_diffusion={kind="fourtakas", delta=0.1}"#;
+    const MDBC: &str = r#"physics.boundary={kind="mdbc", slip=false}"#;
+    const MDBC_SLIP: &str = r#"physics.boundary={kind="mdbc", slip=true}"#;
     const SHIFTING: &str = r#"physics.shifting={kind="lind", coefficient=10.0}"#;
     const LAMINAR: &str = r#"physics.viscosity={kind="laminar", nu=1e-3}"#;
 
@@ -707,12 +709,14 @@ mod tests {
             r#"domain={min=[-0.2, -0.2, -0.2], max=[1.0, 0.8, 1.0], on_exit="remove"}"#,
             "obstacle=[{min=[0.5, 0.2, 0.0], max=[0.6, 0.3, 0.2]}]",
         ];
-        let variants: [(&str, &[&str], &[&str]); 5] = [
+        let variants: [(&str, &[&str], &[&str]); 7] = [
             (THROWN_2D, &d2, &[DIFFUSION, SHIFTING]),
             (THROWN_2D, &d2, &[LAMINAR]),
             (THROWN_3D, &d3, &[DIFFUSION]),
             (THROWN_3D, &d3, &[SHIFTING]),
             (THROWN_3D, &d3, &[FOURTAKAS]),
+            (THROWN_2D, &d2, &[FOURTAKAS, MDBC]),
+            (THROWN_3D, &d3, &[MDBC_SLIP, SHIFTING]),
         ];
         for (text, base, sets) in variants {
             let sets: Vec<String> = base.iter().chain(sets).map(|s| s.to_string()).collect();
@@ -763,7 +767,7 @@ mod tests {
             return;
         }
         let none = r#"physics.density_diffusion={kind="none"}"#;
-        let variants: [(&str, &[&str], bool); 8] = [
+        let variants: [(&str, &[&str], bool); 11] = [
             (THROWN_2D, &[DIFFUSION], true),
             (THROWN_2D, &[none], true),
             (THROWN_2D, &[DIFFUSION, SHIFTING], true),
@@ -771,6 +775,9 @@ mod tests {
             (THROWN_3D, &[none, SHIFTING], true),
             (THROWN_2D, &[FOURTAKAS], true),
             (THROWN_3D, &[FOURTAKAS, SHIFTING], true),
+            (THROWN_2D, &[MDBC, FOURTAKAS], true),
+            (THROWN_3D, &[MDBC_SLIP], true),
+            (THROWN_3D, &[MDBC, DIFFUSION, SHIFTING], true),
             (THROWN_2D, &[LAMINAR], false),
         ];
         for (text, sets, lanes) in variants {

@@ -312,6 +312,8 @@ pub(crate) struct LanePhysics {
     shifting: bool,
     /// Three dimensions (in two, the pairs' z terms are +0 and the fused loop leaves them out).
     three_d: bool,
+    /// mDBC walls: a boundary neighbour's viscous term takes its mDBC velocity.
+    mdbc: bool,
 }
 
 /// [`LanePhysics::diffusion`]: none, Molteni–Colagrossi, Fourtakas (the pair loops' `DIFF`).
@@ -338,8 +340,7 @@ impl LanePhysics {
             && V::NAME == "artificial"
             && !V::MIRROR_WALL
             && matches!(D::NAME, "none" | "molteni_colagrossi" | "fourtakas")
-            && matches!(S::NAME, "none" | "lind")
-            && !B::MDBC;
+            && matches!(S::NAME, "none" | "lind");
         let [inv_h, _, a_f] = ph.kernel.constants();
         supported.then_some(LanePhysics {
             inv_h,
@@ -359,6 +360,7 @@ impl LanePhysics {
             inv_gamma: c.inv_gamma,
             shifting: S::ON,
             three_d: DIM == 3,
+            mdbc: B::MDBC,
         })
     }
 }
@@ -378,6 +380,8 @@ pub(crate) struct PairJ<'a> {
     pub vel: &'a [[f32; 4]],
     pub press: &'a [f32],
     pub rho0: f32,
+    /// mDBC: the velocity a boundary particle's viscous term sees (xyz); empty without.
+    pub mdbc: &'a [[f32; 4]],
 }
 
 /// The neighbours' data of one group of eight lanes.
@@ -394,6 +398,11 @@ struct Lanes {
     vx: __m256,
     vy: __m256,
     vz: __m256,
+    /// What the viscous term takes instead with mDBC walls: `v_i - mdbc_j` for a boundary j,
+    /// `v_i - v_j` for a fluid one (unset without mDBC).
+    wx: __m256,
+    wy: __m256,
+    wz: __m256,
     rho: __m256,
     p: __m256,
     m: __m256,
@@ -460,6 +469,20 @@ unsafe fn lanes_of(
         let t = _mm256_sub_ps(_mm256_set1_ps(1.0), _mm256_mul_ps(_mm256_set1_ps(0.5), q));
         let f = _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(lp.a_f), t), t), t);
         let f = _mm256_andnot_ps(_mm256_cmp_ps::<_CMP_GE_OQ>(q, _mm256_set1_ps(2.0)), f);
+        let vi = [_mm256_set1_ps(pi.vel.x), _mm256_set1_ps(pi.vel.y), _mm256_set1_ps(pi.vel.z)];
+        let (vx, vy, vz) = (_mm256_sub_ps(vi[0], vjx), _mm256_sub_ps(vi[1], vjy), _mm256_sub_ps(vi[2], vjz));
+        let (wx, wy, wz) = if lp.mdbc {
+            macro_rules! w {
+                ($k:expr) => {
+                    _mm_loadu_ps(pj.mdbc.get_unchecked(j($k)).as_ptr())
+                };
+            }
+            let [wjx, wjy, wjz, _] = columns([w!(0), w!(1), w!(2), w!(3), w!(4), w!(5), w!(6), w!(7)]);
+            let w = |v: __m256, vi: __m256, wj: __m256| _mm256_blendv_ps(_mm256_sub_ps(vi, wj), v, fluid);
+            (w(vx, vi[0], wjx), w(vy, vi[1], wjy), w(vz, vi[2], wjz))
+        } else {
+            (vx, vy, vz)
+        };
         Lanes {
             rx,
             ry,
@@ -468,9 +491,12 @@ unsafe fn lanes_of(
             gx: _mm256_mul_ps(rx, f),
             gy: _mm256_mul_ps(ry, f),
             gz: _mm256_mul_ps(rz, f),
-            vx: _mm256_sub_ps(_mm256_set1_ps(pi.vel.x), vjx),
-            vy: _mm256_sub_ps(_mm256_set1_ps(pi.vel.y), vjy),
-            vz: _mm256_sub_ps(_mm256_set1_ps(pi.vel.z), vjz),
+            vx,
+            vy,
+            vz,
+            wx,
+            wy,
+            wz,
             rho,
             p,
             m,
@@ -652,9 +678,16 @@ fn pair_terms<const MASKED: bool, const DIFF: u8, const SHIFT: bool, const Z: bo
     let s = _mm256_mul_ps(l.m, p_term);
     let (ax, ay) = (_mm256_mul_ps(l.gx, s), _mm256_mul_ps(l.gy, s));
     // Monaghan: mu = h v.r / (r² + eta²), pi = -alpha c0 mu / rho_mean, gw (-m_j pi)
-    // when v.r < 0, else +0.
+    // when v.r < 0, else +0; with mDBC, v = v_i - mdbc_j for a boundary j (the time step's
+    // |mu| keeps v_i - v_j).
     let r2_eta2 = _mm256_add_ps(l.r2, eta2);
-    let mu = _mm256_div_ps(_mm256_mul_ps(h, vr), r2_eta2);
+    let mu_dt = _mm256_div_ps(_mm256_mul_ps(h, vr), r2_eta2);
+    let (vr, mu) = if lp.mdbc {
+        let vr = dot_z::<Z>(l.wx, l.wy, l.wz, l.rx, l.ry, l.rz);
+        (vr, _mm256_div_ps(_mm256_mul_ps(h, vr), r2_eta2))
+    } else {
+        (vr, mu_dt)
+    };
     let rho_mean = _mm256_mul_ps(_mm256_set1_ps(0.5), _mm256_add_ps(rho_i, l.rho));
     let pi_ab = _mm256_div_ps(_mm256_mul_ps(_mm256_set1_ps(lp.neg_alpha_c0), mu), rho_mean);
     let coef = _mm256_mul_ps(_mm256_xor_ps(l.m, neg0), pi_ab);
@@ -714,7 +747,7 @@ fn pair_terms<const MASKED: bool, const DIFF: u8, const SHIFT: bool, const Z: bo
     } else {
         [neg0; 4]
     };
-    Terms { minus_a, plus_b, gc, mu: _mm256_and_ps(_mm256_andnot_ps(neg0, mu), keep) }
+    Terms { minus_a, plus_b, gc, mu: _mm256_and_ps(_mm256_andnot_ps(neg0, mu_dt), keep) }
 }
 
 /// A fluid particle's sums by lane: lane L holds the sums of its neighbours of rank L, L + 8,
