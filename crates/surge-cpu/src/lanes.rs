@@ -398,8 +398,8 @@ struct Lanes {
     vx: __m256,
     vy: __m256,
     vz: __m256,
-    /// What the viscous term takes instead with mDBC walls: `v_i - mdbc_j` for a boundary j,
-    /// `v_i - v_j` for a fluid one (unset without mDBC).
+    /// What the viscous term takes: with mDBC walls `v_i - mdbc_j` for a boundary j, else
+    /// (and for a fluid j) `v_i - v_j`.
     wx: __m256,
     wy: __m256,
     wz: __m256,
