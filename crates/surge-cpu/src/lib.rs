@@ -380,9 +380,13 @@ impl Backend for CpuBackend {
                     pool.install(|| open::pass(case, consts, grid, cell_start, a, range, *time));
                 }
                 if self.case.boundary.is_mdbc() {
-                    let CpuBackend { case, consts, grid, a, cell_start, pool, mdbc_range, .. } = self;
+                    let CpuBackend { case, consts, grid, a, cell_start, pool, mdbc_range, search, .. } = self;
                     let range = mdbc_range.clone();
-                    pool.install(|| mdbc::mdbc(case, consts, grid, cell_start, a, range));
+                    #[cfg(target_arch = "x86_64")]
+                    let simd = !search.scalar && lanes::avx2();
+                    #[cfg(not(target_arch = "x86_64"))]
+                    let simd = false;
+                    pool.install(|| mdbc::mdbc(case, consts, grid, cell_start, a, range, simd));
                 }
                 let [l, r] = self.edges.clone();
                 let inner = self.edges[0].end..self.edges[1].start;

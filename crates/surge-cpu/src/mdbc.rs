@@ -17,7 +17,9 @@ use surge_core::V3;
 /// Set the mDBC values (`Mdbc` buffer) and the relative density of the boundary particles
 /// `range`, from the fluid held. Every ghost node's stencil must lie in the grid's window
 /// (the halo of [`surge_core::decomp::halo`] sees to it for the owned particles and the
-/// copies within the stencil reach of them), so the sums are those of one device.
+/// copies within the stencil reach of them), so the sums are those of one device. With
+/// `simd` (the processor has AVX2) a ghost's neighbours are summed eight at a time: the same
+/// sums, bit for bit ([`ghost_sums`]).
 pub(crate) fn mdbc(
     case: &Case,
     consts: &Constants,
@@ -25,38 +27,59 @@ pub(crate) fn mdbc(
     cell_start: &[u32],
     a: &mut ParticleArrays,
     range: Range<usize>,
+    simd: bool,
 ) {
     let Boundary::Mdbc { slip } = case.boundary else { return };
     let (h, dim) = (case.h, case.dim);
+    let at = Ghosts { consts, grid, cell_start, simd };
     match (case.kernel, dim) {
-        (KernelKind::WendlandC2, 2) => pass::<_, 2>(WendlandC2::new(h, dim), slip, consts, grid, cell_start, a, range),
-        (KernelKind::WendlandC2, _) => pass::<_, 3>(WendlandC2::new(h, dim), slip, consts, grid, cell_start, a, range),
-        (KernelKind::CubicSpline, 2) => {
-            pass::<_, 2>(CubicSpline::new(h, dim), slip, consts, grid, cell_start, a, range)
-        }
-        (KernelKind::CubicSpline, _) => {
-            pass::<_, 3>(CubicSpline::new(h, dim), slip, consts, grid, cell_start, a, range)
-        }
+        (KernelKind::WendlandC2, 2) => pass::<_, 2>(WendlandC2::new(h, dim), slip, &at, a, range),
+        (KernelKind::WendlandC2, _) => pass::<_, 3>(WendlandC2::new(h, dim), slip, &at, a, range),
+        (KernelKind::CubicSpline, 2) => pass::<_, 2>(CubicSpline::new(h, dim), slip, &at, a, range),
+        (KernelKind::CubicSpline, _) => pass::<_, 3>(CubicSpline::new(h, dim), slip, &at, a, range),
     }
+}
+
+/// What a ghost node's sums read besides the particles: the constants, the grid and its cell
+/// table, and whether to sum by AVX2 lanes.
+pub(crate) struct Ghosts<'a> {
+    pub(crate) consts: &'a Constants,
+    pub(crate) grid: &'a Grid,
+    pub(crate) cell_start: &'a [u32],
+    pub(crate) simd: bool,
+}
+
+/// A ghost's neighbours inside the support, in order (index, r by axis, r²).
+#[derive(Default)]
+struct Hits {
+    j: Vec<u32>,
+    r: [Vec<f32>; 3],
+    r2: Vec<f32>,
+}
+
+thread_local! {
+    /// Each thread's list of a ghost's neighbours (kept: no allocation per ghost).
+    static HITS: std::cell::RefCell<Hits> = std::cell::RefCell::default();
 }
 
 /// The sums of a ghost node at offset `og` from the centre of cell `c` (any length: it is
 /// re-centred on the cell that holds it, as a rekey would) over the particles of the fluid
 /// bins of its stencil that `take` accepts, within the support, in stencil then storage
-/// order (the open boundaries' pass shares it, taking fluid particles only).
-#[allow(clippy::too_many_arguments)]
+/// order (the open boundaries' pass shares it, taking fluid particles only). The neighbour
+/// of rank k goes to the sums of lane k mod 8, the lanes added up at the end
+/// ([`GhostSums::sum_lanes`]); with `at.simd` and the Wendland kernel the eight lanes are
+/// summed at once (AVX2), the same float operations lane by lane.
 #[inline(always)]
 pub(crate) fn ghost_sums<K: SmoothingKernel, const DIM: usize>(
     kernel: &K,
-    consts: &Constants,
-    grid: &Grid,
-    cell_start: &[u32],
+    at: &Ghosts,
     pos: &[[f32; 4]],
     vel: &[[f32; 4]],
     c: [i32; 4],
     og: V3,
     take: impl Fn(usize) -> bool,
 ) -> GhostSums {
+    let (consts, grid, cell_start) = (at.consts, at.grid, at.cell_start);
     let cs = [grid.cell[0] as f32, grid.cell[1] as f32, grid.cell[2] as f32];
     let mut cg = c;
     let mut o = [og.x, og.y, og.z];
@@ -65,31 +88,147 @@ pub(crate) fn ghost_sums<K: SmoothingKernel, const DIM: usize>(
         cg[ax] += k as i32;
         o[ax] -= k * cs[ax];
     }
-    let mut sums = GhostSums::default();
     let og = V3::new(o[0], o[1], o[2]);
+    #[cfg(target_arch = "x86_64")]
+    if at.simd && K::NAME == "wendland_c2" {
+        return HITS.with_borrow_mut(|hits| {
+            hits.j.clear();
+            hits.r.iter_mut().chain([&mut hits.r2]).for_each(|v| v.clear());
+            for_each_neighbour_of::<DIM>(grid, cell_start, pos, cg, og, true, |j, r, r2, _| {
+                if r2 < consts.support2 && take(j) {
+                    hits.j.push(j as u32);
+                    (hits.r[0].push(r.x), hits.r[1].push(r.y), hits.r[2].push(r.z), hits.r2.push(r2));
+                }
+            });
+            let [inv_h, a_w, a_f] = kernel.constants();
+            // SAFETY: AVX2 (`at.simd`); the hits index the particle arrays.
+            let lanes = unsafe { simd::sums::<DIM>(hits, pos, vel, [inv_h, a_w, a_f], consts.rho0) };
+            GhostSums::sum_lanes(&lanes)
+        });
+    }
+    let mut lanes = [GhostSums::default(); 8];
+    let mut k = 0;
     for_each_neighbour_of::<DIM>(grid, cell_start, pos, cg, og, true, |j, r, r2, _| {
         if r2 < consts.support2 && take(j) {
             let q = r2.sqrt();
             let dj = vel[j][3];
             let vol = pos[j][3] / consts.density(dj);
-            sums.add::<DIM>(r, kernel.w(q), r * kernel.f(q), vol, dj, V3::from4(vel[j]));
+            lanes[k % 8].add::<DIM>(r, kernel.w(q), r * kernel.f(q), vol, dj, V3::from4(vel[j]));
+            k += 1;
         }
     });
-    sums
+    GhostSums::sum_lanes(&lanes)
+}
+
+#[cfg(target_arch = "x86_64")]
+mod simd {
+    use super::Hits;
+    use std::arch::x86_64::*;
+    use surge_core::physics::mdbc::GhostSums;
+
+    /// The eight lanes' sums of a ghost's neighbours `hits` (rank k in lane k mod 8): per
+    /// neighbour `GhostSums::add` of `r`, the Wendland value and gradient of `|r|`
+    /// (`wendland_c2_w`, `wendland_c2_f` with `[inv_h, a_w, a_f]`), its volume `m / (rho0 (1 +
+    /// d))`, `d` and its velocity, the same float operations in the same order lane by lane.
+    ///
+    /// # Safety
+    /// AVX2; every hit's j indexes `pos` and `vel`.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn sums<const DIM: usize>(
+        hits: &Hits,
+        pos: &[[f32; 4]],
+        vel: &[[f32; 4]],
+        [inv_h, a_w, a_f]: [f32; 3],
+        rho0: f32,
+    ) -> [GhostSums; 8] {
+        let f = _mm256_set1_ps;
+        let zero = _mm256_setzero_ps();
+        let mut a = [[zero; 4]; 4];
+        let mut b = [[zero; 4]; 4];
+        let n = hits.j.len();
+        let step = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        let mut g = 0;
+        while g < n {
+            let m = (n - g).min(8);
+            // Lanes past the last hit keep their sums (their loads repeat the last hit).
+            let on = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(m as i32), step));
+            let at = |k: usize| g + k.min(m - 1);
+            let load = |v: &Vec<f32>| {
+                _mm256_setr_ps(v[at(0)], v[at(1)], v[at(2)], v[at(3)], v[at(4)], v[at(5)], v[at(6)], v[at(7)])
+            };
+            let r = [load(&hits.r[0]), load(&hits.r[1]), load(&hits.r[2])];
+            let r2 = load(&hits.r2);
+            let j = |k: usize| hits.j[at(k)] as usize;
+            // SAFETY: the caller's promise.
+            let (vj, mj) = unsafe {
+                let p = |k: usize| *pos.get_unchecked(j(k));
+                let v = |k: usize| *vel.get_unchecked(j(k));
+                let (v0, v1, v2, v3, v4, v5, v6, v7) = (v(0), v(1), v(2), v(3), v(4), v(5), v(6), v(7));
+                let c = |i: usize| _mm256_setr_ps(v0[i], v1[i], v2[i], v3[i], v4[i], v5[i], v6[i], v7[i]);
+                let m = _mm256_setr_ps(p(0)[3], p(1)[3], p(2)[3], p(3)[3], p(4)[3], p(5)[3], p(6)[3], p(7)[3]);
+                ([c(0), c(1), c(2), c(3)], m)
+            };
+            // |r|, q = |r| / h; w = a_w t² t² (2q + 1), F = a_f t t t, t = 1 - q/2; 0 from q = 2.
+            let q = _mm256_mul_ps(_mm256_sqrt_ps(r2), f(inv_h));
+            let beyond = _mm256_cmp_ps::<_CMP_GE_OQ>(q, f(2.0));
+            let t = _mm256_sub_ps(f(1.0), _mm256_mul_ps(f(0.5), q));
+            let t2 = _mm256_mul_ps(t, t);
+            let w = _mm256_mul_ps(
+                _mm256_mul_ps(_mm256_mul_ps(f(a_w), t2), t2),
+                _mm256_add_ps(_mm256_mul_ps(f(2.0), q), f(1.0)),
+            );
+            let w = _mm256_andnot_ps(beyond, w);
+            let fk = _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(f(a_f), t), t), t);
+            let fk = _mm256_andnot_ps(beyond, fk);
+            // vol = m / (rho0 (1 + d)).
+            let d = vj[3];
+            let vol = _mm256_div_ps(mj, _mm256_mul_ps(f(rho0), _mm256_add_ps(f(1.0), d)));
+            let mut weight = [_mm256_mul_ps(vol, w), zero, zero, zero];
+            for k in 0..DIM {
+                weight[1 + k] = _mm256_mul_ps(vol, _mm256_mul_ps(r[k], fk));
+            }
+            let qv = [d, vj[0], vj[1], vj[2]];
+            let keep = |old: __m256, new: __m256| _mm256_blendv_ps(old, new, on);
+            for row in 0..=DIM {
+                a[row][0] = keep(a[row][0], _mm256_add_ps(a[row][0], weight[row]));
+                for k in row.saturating_sub(1)..DIM {
+                    a[row][1 + k] = keep(a[row][1 + k], _mm256_sub_ps(a[row][1 + k], _mm256_mul_ps(weight[row], r[k])));
+                }
+                for (bq, v) in b.iter_mut().zip(qv) {
+                    bq[row] = keep(bq[row], _mm256_add_ps(bq[row], _mm256_mul_ps(weight[row], v)));
+                }
+            }
+            g += 8;
+        }
+        let mut out = [GhostSums::default(); 8];
+        let mut lane = [0f32; 8];
+        for row in 0..4 {
+            for col in 0..4 {
+                // SAFETY: 8 floats.
+                unsafe { _mm256_storeu_ps(lane.as_mut_ptr(), a[row][col]) };
+                for (o, v) in out.iter_mut().zip(lane) {
+                    o.a[row][col] = v;
+                }
+                unsafe { _mm256_storeu_ps(lane.as_mut_ptr(), b[row][col]) };
+                for (o, v) in out.iter_mut().zip(lane) {
+                    o.b[row][col] = v;
+                }
+            }
+        }
+        out
+    }
 }
 
 fn pass<K: SmoothingKernel, const DIM: usize>(
     kernel: K,
     slip: bool,
-    consts: &Constants,
-    grid: &Grid,
-    cell_start: &[u32],
+    at: &Ghosts,
     a: &mut ParticleArrays,
     range: Range<usize>,
 ) {
     let ParticleArrays { pos, vel, cell, info, wall, mdbc, .. } = a;
     let (pos, cell, info, wall) = (&*pos, &*cell, &*info, &*wall);
-    let support = 2.0 * consts.h;
+    let support = 2.0 * at.consts.h;
     {
         let vel: &[[f32; 4]] = vel;
         mdbc[range.clone()].par_iter_mut().enumerate().for_each(|(k, out)| {
@@ -101,7 +240,7 @@ fn pass<K: SmoothingKernel, const DIM: usize>(
                 *out = vel[i];
                 return;
             };
-            let sums = ghost_sums::<K, DIM>(&kernel, consts, grid, cell_start, pos, vel, cell[i], og, |_| true);
+            let sums = ghost_sums::<K, DIM>(&kernel, at, pos, vel, cell[i], og, |_| true);
             *out = mdbc_state::<DIM>(&sums, wall[i], V3::from4(vel[i]), slip);
         });
     }

@@ -1,7 +1,7 @@
 //! Open boundaries on the CPU (issue 15, [`surge_core::open`]): the buffer particles' pass
 //! before each force pass, and what a rebuild does at the planes.
 
-use crate::mdbc::ghost_sums;
+use crate::mdbc::{ghost_sums, Ghosts};
 use rayon::prelude::*;
 use std::ops::Range;
 use surge_core::backend::Failure;
@@ -57,6 +57,8 @@ fn run<K: SmoothingKernel, const DIM: usize>(
 ) {
     let ParticleArrays { pos, vel, cell, info, .. } = a;
     let (pos, cell, info) = (&*pos, &*cell, &*info);
+    // The scalar sums (a pass over the few buffer particles).
+    let at = Ghosts { consts, grid, cell_start, simd: false };
     let g = case.body_force.iter().map(|x| x * x).sum::<f64>().sqrt();
     let speeds: Vec<Option<f64>> = case.open.iter().map(|z| z.speed(t)).collect();
     // The new values, computed from the old ones of every particle, then stored.
@@ -73,7 +75,7 @@ fn run<K: SmoothingKernel, const DIM: usize>(
             let vel: &[[f32; 4]] = vel;
             let og = V3::new(og[0], og[1], og[2]);
             let fluid = |j: usize| info[j][1] == Kind::Fluid as u32;
-            let sums = ghost_sums::<K, DIM>(&kernel, consts, grid, cell_start, pos, vel, cell[i], og, fluid);
+            let sums = ghost_sums::<K, DIM>(&kernel, &at, pos, vel, cell[i], og, fluid);
             let d = z.density_at(x, DIM, consts, g);
             Some((i, z.state::<DIM>(x, speeds[k], d, &sums, vel[i])))
         })
