@@ -213,7 +213,7 @@ pub(crate) struct StencilCell {
 #[derive(Debug, Default)]
 pub(crate) struct Stencil {
     /// The centre cell, `None` until the first [`Stencil::around`] of a chunk.
-    centre: Option<[i32; 4]>,
+    pub(crate) centre: Option<[i32; 4]>,
     pub(crate) cells: Vec<StencilCell>,
     /// Those of `cells` with fluid particles, what a boundary particle walks (empty far from
     /// the fluid: a dry wall particle lists no neighbour without looking at a cell).
@@ -223,7 +223,7 @@ pub(crate) struct Stencil {
 impl Stencil {
     /// Make this the stencil of cell `ci` unless it is already.
     #[inline(always)]
-    fn around<const DIM: usize>(&mut self, grid: &Grid, cell_start: &[u32], ci: [i32; 4]) {
+    pub(crate) fn around<const DIM: usize>(&mut self, grid: &Grid, cell_start: &[u32], ci: [i32; 4]) {
         if self.centre == Some(ci) {
             return;
         }

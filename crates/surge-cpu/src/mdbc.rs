@@ -2,9 +2,10 @@
 //! density, and the velocity the viscous term sees, from its ghost node
 //! ([`surge_core::physics::mdbc`]).
 
-use crate::forces::for_each_neighbour_of;
+use crate::forces::{Stencil, StencilCell};
 use rayon::prelude::*;
 use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
 use surge_core::buffers::{Kind, ParticleArrays};
 use surge_core::case::{Boundary, Case};
 use surge_core::config::KernelKind;
@@ -31,7 +32,7 @@ pub(crate) fn mdbc(
 ) {
     let Boundary::Mdbc { slip } = case.boundary else { return };
     let (h, dim) = (case.h, case.dim);
-    let at = Ghosts { consts, grid, cell_start, simd };
+    let at = Ghosts { consts, grid, cell_start, simd, pass: new_pass() };
     match (case.kernel, dim) {
         (KernelKind::WendlandC2, 2) => pass::<_, 2>(WendlandC2::new(h, dim), slip, &at, a, range),
         (KernelKind::WendlandC2, _) => pass::<_, 3>(WendlandC2::new(h, dim), slip, &at, a, range),
@@ -47,6 +48,8 @@ pub(crate) struct Ghosts<'a> {
     pub(crate) grid: &'a Grid,
     pub(crate) cell_start: &'a [u32],
     pub(crate) simd: bool,
+    /// This pass's number ([`new_pass`]).
+    pub(crate) pass: u64,
 }
 
 /// A ghost's neighbours inside the support, in order (index, r by axis, r²).
@@ -57,9 +60,22 @@ struct Hits {
     r2: Vec<f32>,
 }
 
+/// Each thread's stencil of the last ghost's cell (ghosts of one wall share cells), valid in
+/// the pass numbered `.0` only: the cell table changes between passes.
+#[derive(Default)]
+struct Scratch(u64, Stencil, Hits);
+
 thread_local! {
-    /// Each thread's list of a ghost's neighbours (kept: no allocation per ghost).
-    static HITS: std::cell::RefCell<Hits> = std::cell::RefCell::default();
+    /// Kept from ghost to ghost: no allocation per ghost.
+    static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::default();
+}
+
+/// Passes over ghosts begun in this process ([`Scratch`]'s stencil is of one of them).
+static PASSES: AtomicU64 = AtomicU64::new(0);
+
+/// A new number for a pass over ghosts.
+pub(crate) fn new_pass() -> u64 {
+    PASSES.fetch_add(1, Ordering::Relaxed) + 1
 }
 
 /// The sums of a ghost node at offset `og` from the centre of cell `c` (any length: it is
@@ -89,35 +105,59 @@ pub(crate) fn ghost_sums<K: SmoothingKernel, const DIM: usize>(
         o[ax] -= k * cs[ax];
     }
     let og = V3::new(o[0], o[1], o[2]);
-    #[cfg(target_arch = "x86_64")]
-    if at.simd && K::NAME == "wendland_c2" {
-        return HITS.with_borrow_mut(|hits| {
+    SCRATCH.with_borrow_mut(|Scratch(pass, stencil, hits)| {
+        if *pass != at.pass {
+            (*pass, stencil.centre) = (at.pass, None);
+        }
+        stencil.around::<DIM>(grid, cell_start, cg);
+        #[cfg(target_arch = "x86_64")]
+        if at.simd && K::NAME == "wendland_c2" {
             hits.j.clear();
             hits.r.iter_mut().chain([&mut hits.r2]).for_each(|v| v.clear());
-            for_each_neighbour_of::<DIM>(grid, cell_start, pos, cg, og, true, |j, r, r2, _| {
-                if r2 < consts.support2 && take(j) {
-                    hits.j.push(j as u32);
-                    (hits.r[0].push(r.x), hits.r[1].push(r.y), hits.r[2].push(r.z), hits.r2.push(r2));
-                }
+            fluid_within(stencil, pos, og, consts.support2, &take, |j, r, r2| {
+                hits.j.push(j as u32);
+                (hits.r[0].push(r.x), hits.r[1].push(r.y), hits.r[2].push(r.z), hits.r2.push(r2));
             });
             let [inv_h, a_w, a_f] = kernel.constants();
             // SAFETY: AVX2 (`at.simd`); the hits index the particle arrays.
             let lanes = unsafe { simd::sums::<DIM>(hits, pos, vel, [inv_h, a_w, a_f], consts.rho0) };
-            GhostSums::sum_lanes(&lanes)
-        });
-    }
-    let mut lanes = [GhostSums::default(); 8];
-    let mut k = 0;
-    for_each_neighbour_of::<DIM>(grid, cell_start, pos, cg, og, true, |j, r, r2, _| {
-        if r2 < consts.support2 && take(j) {
+            return GhostSums::sum_lanes(&lanes);
+        }
+        let mut lanes = [GhostSums::default(); 8];
+        let mut k = 0;
+        fluid_within(stencil, pos, og, consts.support2, &take, |j, r, r2| {
             let q = r2.sqrt();
             let dj = vel[j][3];
             let vol = pos[j][3] / consts.density(dj);
             lanes[k % 8].add::<DIM>(r, kernel.w(q), r * kernel.f(q), vol, dj, V3::from4(vel[j]));
             k += 1;
+        });
+        GhostSums::sum_lanes(&lanes)
+    })
+}
+
+/// `hit(j, r, r²)` for the fluid particles j of the stencil's cells with `r² < support2`
+/// that `take` accepts, `r = (o_g - shift) - o_j`, in stencil then storage order (a cell
+/// without fluid adds nothing): the operations of `forces::for_each_neighbour_of`.
+#[inline(always)]
+fn fluid_within(
+    stencil: &Stencil,
+    pos: &[[f32; 4]],
+    og: V3,
+    support2: f32,
+    take: &impl Fn(usize) -> bool,
+    mut hit: impl FnMut(usize, V3, f32),
+) {
+    for &StencilCell { shift, s, mid, .. } in &stencil.fluid {
+        let base = og - shift;
+        for (j, pj) in pos.iter().enumerate().take(mid).skip(s) {
+            let r = base - V3::from4(*pj);
+            let r2 = r.norm2();
+            if r2 < support2 && take(j) {
+                hit(j, r, r2);
+            }
         }
-    });
-    GhostSums::sum_lanes(&lanes)
+    }
 }
 
 #[cfg(target_arch = "x86_64")]

@@ -58,7 +58,7 @@ fn run<K: SmoothingKernel, const DIM: usize>(
     let ParticleArrays { pos, vel, cell, info, .. } = a;
     let (pos, cell, info) = (&*pos, &*cell, &*info);
     // The scalar sums (a pass over the few buffer particles).
-    let at = Ghosts { consts, grid, cell_start, simd: false };
+    let at = Ghosts { consts, grid, cell_start, simd: false, pass: crate::mdbc::new_pass() };
     let g = case.body_force.iter().map(|x| x * x).sum::<f64>().sqrt();
     let speeds: Vec<Option<f64>> = case.open.iter().map(|z| z.speed(t)).collect();
     // The new values, computed from the old ones of every particle, then stored.
