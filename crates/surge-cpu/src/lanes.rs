@@ -899,34 +899,25 @@ pub(crate) unsafe fn fluid_pairs_listed(
 ) -> Accum {
     // SAFETY: the caller's promise.
     unsafe {
-        let a = (lp, pi, entries, oi, cell, support2, pj);
+        macro_rules! with {
+            ($d:ident, $s:literal, $z:literal) => {
+                fluid_pairs_listed_with::<$d, $s, $z>(lp, pi, entries, oi, cell, support2, pj)
+            };
+        }
+        // Every switch a constant of the loop: 3 x 2 x 2 versions.
         match (lp.diffusion, lp.shifting, lp.three_d) {
-            (NO_DIFFUSION, false, false) => {
-                fluid_pairs_listed_with::<NO_DIFFUSION, false, false>(a.0, a.1, a.2, a.3, a.4, a.5, a.6)
-            }
-            (NO_DIFFUSION, false, true) => {
-                fluid_pairs_listed_with::<NO_DIFFUSION, false, true>(a.0, a.1, a.2, a.3, a.4, a.5, a.6)
-            }
-            (NO_DIFFUSION, true, false) => {
-                fluid_pairs_listed_with::<NO_DIFFUSION, true, false>(a.0, a.1, a.2, a.3, a.4, a.5, a.6)
-            }
-            (NO_DIFFUSION, true, true) => {
-                fluid_pairs_listed_with::<NO_DIFFUSION, true, true>(a.0, a.1, a.2, a.3, a.4, a.5, a.6)
-            }
-            (MOLTENI, false, false) => {
-                fluid_pairs_listed_with::<MOLTENI, false, false>(a.0, a.1, a.2, a.3, a.4, a.5, a.6)
-            }
-            (MOLTENI, false, true) => {
-                fluid_pairs_listed_with::<MOLTENI, false, true>(a.0, a.1, a.2, a.3, a.4, a.5, a.6)
-            }
-            (MOLTENI, true, false) => {
-                fluid_pairs_listed_with::<MOLTENI, true, false>(a.0, a.1, a.2, a.3, a.4, a.5, a.6)
-            }
-            (MOLTENI, true, true) => fluid_pairs_listed_with::<MOLTENI, true, true>(a.0, a.1, a.2, a.3, a.4, a.5, a.6),
-            (_, false, false) => fluid_pairs_listed_with::<FOURTAKAS, false, false>(a.0, a.1, a.2, a.3, a.4, a.5, a.6),
-            (_, false, true) => fluid_pairs_listed_with::<FOURTAKAS, false, true>(a.0, a.1, a.2, a.3, a.4, a.5, a.6),
-            (_, true, false) => fluid_pairs_listed_with::<FOURTAKAS, true, false>(a.0, a.1, a.2, a.3, a.4, a.5, a.6),
-            (_, true, true) => fluid_pairs_listed_with::<FOURTAKAS, true, true>(a.0, a.1, a.2, a.3, a.4, a.5, a.6),
+            (NO_DIFFUSION, false, false) => with!(NO_DIFFUSION, false, false),
+            (NO_DIFFUSION, false, true) => with!(NO_DIFFUSION, false, true),
+            (NO_DIFFUSION, true, false) => with!(NO_DIFFUSION, true, false),
+            (NO_DIFFUSION, true, true) => with!(NO_DIFFUSION, true, true),
+            (MOLTENI, false, false) => with!(MOLTENI, false, false),
+            (MOLTENI, false, true) => with!(MOLTENI, false, true),
+            (MOLTENI, true, false) => with!(MOLTENI, true, false),
+            (MOLTENI, true, true) => with!(MOLTENI, true, true),
+            (_, false, false) => with!(FOURTAKAS, false, false),
+            (_, false, true) => with!(FOURTAKAS, false, true),
+            (_, true, false) => with!(FOURTAKAS, true, false),
+            (_, true, true) => with!(FOURTAKAS, true, true),
         }
     }
 }
