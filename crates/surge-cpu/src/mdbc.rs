@@ -2,7 +2,7 @@
 //! density, and the velocity the viscous term sees, from its ghost node
 //! ([`surge_core::physics::mdbc`]).
 
-use crate::forces::{Stencil, StencilCell};
+use crate::forces::{lane_total, Stencil, StencilCell};
 use rayon::prelude::*;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -83,7 +83,7 @@ pub(crate) fn new_pass() -> u64 {
 /// bins of its stencil that `take` accepts, within the support, in stencil then storage
 /// order (the open boundaries' pass shares it, taking fluid particles only). The neighbour
 /// of rank k goes to the sums of lane k mod 8, the lanes added up at the end
-/// ([`GhostSums::sum_lanes`]); with `at.simd` and the Wendland kernel the eight lanes are
+/// ([`ghost_total`]); with `at.simd` and the Wendland kernel the eight lanes are
 /// summed at once (AVX2), the same float operations lane by lane.
 #[inline(always)]
 pub(crate) fn ghost_sums<K: SmoothingKernel, const DIM: usize>(
@@ -121,7 +121,7 @@ pub(crate) fn ghost_sums<K: SmoothingKernel, const DIM: usize>(
             let [inv_h, a_w, a_f] = kernel.constants();
             // SAFETY: AVX2 (`at.simd`); the hits index the particle arrays.
             let lanes = unsafe { simd::sums::<DIM>(hits, pos, vel, [inv_h, a_w, a_f], consts.rho0) };
-            return GhostSums::sum_lanes(&lanes);
+            return ghost_total(&lanes);
         }
         let mut lanes = [GhostSums::default(); 8];
         let mut k = 0;
@@ -132,8 +132,21 @@ pub(crate) fn ghost_sums<K: SmoothingKernel, const DIM: usize>(
             lanes[k % 8].add::<DIM>(r, kernel.w(q), r * kernel.f(q), vol, dj, V3::from4(vel[j]));
             k += 1;
         });
-        GhostSums::sum_lanes(&lanes)
+        ghost_total(&lanes)
     })
+}
+
+/// The sums of a ghost's eight lanes (its neighbour of rank k in lane k mod 8) added up
+/// entry by entry in the force pass's fixed order ([`lane_total`]).
+fn ghost_total(l: &[GhostSums; 8]) -> GhostSums {
+    let mut out = GhostSums::default();
+    for r in 0..4 {
+        for c in 0..4 {
+            out.a[r][c] = lane_total(l.map(|s| s.a[r][c]));
+            out.b[r][c] = lane_total(l.map(|s| s.b[r][c]));
+        }
+    }
+    out
 }
 
 /// `hit(j, r, r²)` for the fluid particles j of the stencil's cells with `r² < support2`

@@ -96,25 +96,6 @@ impl GhostSums {
     }
 }
 
-impl GhostSums {
-    /// The sums of eight lanes (a ghost's neighbour of rank k added to lane k mod 8, as the
-    /// CPU's loops keep them) added up, entry by entry, in one fixed order:
-    /// `((l0 + l4) + (l1 + l5)) + ((l2 + l6) + (l3 + l7))`.
-    pub fn sum_lanes(l: &[GhostSums; 8]) -> GhostSums {
-        let mut out = GhostSums::default();
-        let each = |f: &dyn Fn(&GhostSums) -> f32| {
-            ((f(&l[0]) + f(&l[4])) + (f(&l[1]) + f(&l[5]))) + ((f(&l[2]) + f(&l[6])) + (f(&l[3]) + f(&l[7])))
-        };
-        for r in 0..4 {
-            for c in 0..4 {
-                out.a[r][c] = each(&|s| s.a[r][c]);
-                out.b[r][c] = each(&|s| s.b[r][c]);
-            }
-        }
-        out
-    }
-}
-
 /// What the interpolation gives at a ghost node.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Ghost {
