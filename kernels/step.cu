@@ -424,15 +424,26 @@ __device__ __forceinline__ void force_candidate(unsigned j, unsigned mid, float 
     const float r2 = norm2(r);
     if (r2 < SUPPORT2 && r2 > 0.0f) {
         const float4 vj4 = vel[j];
+#if MDBC_IN_VEL
+        // A wall particle's velocity buffer holds its mDBC values (mdbc_kernel); its own
+        // velocity is zero (compile.rs, mdbc_in_vel).
+        const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        PairParticle pj = {j < mid ? xyz(vj4) : xyz(zero), RHO0 * (1.0f + vj4.w), pressure_of(vj4.w), pj4.w};
+#else
         PairParticle pj = {xyz(vj4), RHO0 * (1.0f + vj4.w), pressure_of(vj4.w), pj4.w};
+#endif
         if (fluid) {
+#if !MDBC_IN_VEL
             const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#endif
 #if VISC == 2 && !MDBC
             const float4 wj = j < mid ? zero : wall[j];
 #else
             const float4 wj = zero;
 #endif
-#if MDBC
+#if MDBC_IN_VEL
+            const float4 mj = j < mid ? zero : vj4;
+#elif MDBC
             const float4 mj = j < mid ? zero : mdbc[j];
 #else
             const float4 mj = zero;
@@ -601,7 +612,9 @@ extern "C" __global__ void mdbc_list_kernel(int first, int count, const float4 *
     if (t < count && info[i].y != 0u) {
         const float dist = wall[i].w;
         keep = dist > 0.0f && dist < 2.0f * H;
+#if !MDBC_IN_VEL
         if (!keep) mdbc[i] = vel[i];
+#endif
     }
     const unsigned mask = __ballot_sync(0xffffffffu, keep);
     if (mask == 0u) return;
@@ -670,9 +683,15 @@ extern "C" __global__ void __launch_bounds__(256, MDBC_MIN_BLOCKS)
     if (!ghost_offset(xyz(p4), w4, 2.0f * H, og)) return;  // not listed
     GhostSums s;
     ghost_sums<false>(og, cell[i], wlo, whi, pos, vel, nullptr, cell_start, s);
+#if MDBC_IN_VEL
+    // The wall is at rest: its velocity is zero, and its velocity buffer takes the mDBC
+    // values (the update puts them back to zero).
+    vel[i] = mdbc_state(s, w4, v3(0.0f, 0.0f, 0.0f), MDBC == 2);
+#else
     const float4 st = mdbc_state(s, w4, xyz(v4), MDBC == 2);
     mdbc[i] = st;
     vel[i] = make_float4(v4.x, v4.y, v4.z, st.w);
+#endif
 }
 #endif
 
@@ -895,7 +914,14 @@ extern "C" __global__ void update_kernel(int n, int which, float dt, float4 *pos
     if (i < n) {
         const bool fluid = info[i].y == 0u;
         const float half = 0.5f * dt;
-        const float4 p4 = pos[i], v4 = vel[i], f4 = force[i];
+        const float4 p4 = pos[i], f4 = force[i];
+#if MDBC_IN_VEL
+        // A wall particle's velocity buffer holds the last mDBC pass's values; the wall is at
+        // rest (compile.rs, mdbc_in_vel).
+        const float4 v4 = info[i].y == 1u ? make_float4(0.0f, 0.0f, 0.0f, vel[i].w) : vel[i];
+#else
+        const float4 v4 = vel[i];
+#endif
         const float3 x = xyz(p4), v = xyz(v4), acc = xyz(f4);
         const float d = v4.w, dd = f4.w;
         float3 x1, v1;

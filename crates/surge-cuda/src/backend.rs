@@ -384,21 +384,33 @@ fn segment_words(per: usize, m: usize) -> usize {
     (per * m).next_multiple_of(4)
 }
 
-/// Device bytes per particle held for a case's buffer set on a device alone: the set (no
-/// pressure buffer: the GPU computes pressure where it is used) for each particle, and the
-/// cell table (two bins per cell, plus two; twice with mDBC, whose list is sorted by ghost
-/// cell through a table of the same size). In a team the buffers grow with headroom
-/// (`capacity_for`) at the first rebuild, and the backend reports what it holds.
-pub fn bytes_per_particle(set: BufferSet, particles: usize, cells: usize) -> usize {
-    allocated_per_particle(set, particles, particles, cells)
+/// The buffers a case holds on a GPU: [`BufferSet::for_case`] less the pressure (computed
+/// where it is used) and, where the mDBC values live in the velocity buffer
+/// ([`crate::compile::mdbc_in_vel`]), the mDBC buffer.
+pub fn gpu_buffers(case: &Case) -> BufferSet {
+    let mut set = BufferSet::for_case(case).0 & !BufferId::Press.bit();
+    if crate::compile::mdbc_in_vel(case) {
+        set &= !BufferId::Mdbc.bit();
+    }
+    BufferSet(set)
 }
 
-/// Device bytes per particle held when the buffers have room for `cap` particles.
-fn allocated_per_particle(set: BufferSet, particles: usize, cap: usize, cells: usize) -> usize {
+/// Device bytes per particle a case holds on a device alone: its buffers ([`gpu_buffers`])
+/// for each particle, and the cell table (two bins per cell, plus two; twice with mDBC,
+/// whose list is sorted by ghost cell through a table of the same size). In a team the
+/// buffers grow with headroom (`capacity_for`) at the first rebuild, and the backend reports
+/// what it holds.
+pub fn bytes_per_particle(case: &Case, particles: usize, cells: usize) -> usize {
+    allocated_per_particle(gpu_buffers(case), case.boundary.is_mdbc(), particles, particles, cells)
+}
+
+/// Device bytes per particle held when the buffers (`set`; `mdbc`: the case has mDBC's
+/// second table) have room for `cap` particles.
+fn allocated_per_particle(set: BufferSet, mdbc: bool, particles: usize, cap: usize, cells: usize) -> usize {
     let on_gpu = BufferSet(set.0 & !BufferId::Press.bit());
     let n = particles.max(1);
     // The cell table, and with mDBC the table that orders its list by ghost cell.
-    let tables = if set.contains(BufferId::Mdbc) { 2 } else { 1 };
+    let tables = if mdbc { 2 } else { 1 };
     (on_gpu.bytes_per_particle() * cap).div_ceil(n) + (tables * 4 * (2 * cells + 2)).div_ceil(n)
 }
 
@@ -566,10 +578,11 @@ impl CudaBackend {
                 (u32::MAX as usize - 2) / 2
             ));
         }
-        let buffers = BufferSet::for_case(case);
+        let buffers = gpu_buffers(case);
         let ctx = CudaContext::new(ordinal).map_err(|e| fail("creating the context", e))?;
         let (free, _) = ctx.mem_get_info().map_err(|e| fail("reading free memory", e))?;
-        let need = allocated_per_particle(buffers, n, cap, whole.cell_count()) * n.max(1) + (1 << 20);
+        let need =
+            allocated_per_particle(buffers, case.boundary.is_mdbc(), n, cap, whole.cell_count()) * n.max(1) + (1 << 20);
         fits(need, free, case.dp, case.dim).map_err(|e| format!("GPU {ordinal} ({}): {e}", gpu.name))?;
         let t0 = std::time::Instant::now();
         let compiled = compile(&defines(case, &whole), arch_for(gpu.compute_capability))?;
@@ -1921,7 +1934,7 @@ impl Backend for CudaBackend {
     }
 
     fn bytes_per_particle(&self) -> usize {
-        allocated_per_particle(self.buffers, self.n, self.cap, self.win.cell_count())
+        allocated_per_particle(self.buffers, self.mdbc_table.is_some(), self.n, self.cap, self.win.cell_count())
     }
 
     fn inner_forces_run_on(&self) -> bool {
@@ -2345,7 +2358,7 @@ impl Interpolate for CudaBackend {
 
 #[cfg(test)]
 mod tests {
-    use super::{allocated_per_particle, bytes_per_particle, capacity_for, fits};
+    use super::{allocated_per_particle, capacity_for, fits};
     use surge_core::buffers::{BufferId, BufferSet};
 
     #[test]
@@ -2366,9 +2379,9 @@ mod tests {
         let on_gpu = set.bytes_per_particle() - BufferId::Press.elem_bytes();
         let n = 1_000_000;
         // A device alone: its buffers and the two table words.
-        assert!(bytes_per_particle(set, n, 0) <= on_gpu + 1);
+        assert!(allocated_per_particle(set, false, n, n, 0) <= on_gpu + 1);
         // In a team: 1.3 times the buffers (plus 1024 particles' worth).
-        let b = allocated_per_particle(set, n, capacity_for(n), 0);
+        let b = allocated_per_particle(set, false, n, capacity_for(n), 0);
         assert!(b >= (on_gpu * 13).div_ceil(10) && b <= (on_gpu * 13).div_ceil(10) + 2, "{b} for {on_gpu}");
     }
 }

@@ -62,6 +62,21 @@ fn lit(x: f32) -> String {
     format!("{x:e}f")
 }
 
+/// Whether the mDBC pass writes a wall particle's viscous velocity into its velocity buffer
+/// (`MDBC_IN_VEL`) instead of a buffer of its own: mDBC walls that never move (no moving
+/// solid or floating body, every wall's velocity zero) and no force gauge. Such a wall
+/// particle's own velocity is zero, so the force pass needs no second load for a boundary
+/// neighbour (its mDBC velocity and density in one 16-byte read) and the mDBC buffer (16
+/// bytes a particle) is not allocated; the update puts the velocity back to zero, so
+/// snapshots, checkpoints and migrations carry what the CPU's buffers hold. A force gauge
+/// reads the mDBC velocities after the update, so its cases keep the buffer.
+pub fn mdbc_in_vel(case: &Case) -> bool {
+    case.boundary.is_mdbc()
+        && case.moving_solids() == 0
+        && case.walls.iter().all(|w| w.velocity == [0.0; 3])
+        && !case.gauges.iter().any(|g| matches!(g, surge_core::case::Gauge::Force { .. }))
+}
+
 /// The `-D` defines of a case on a grid: option switches (`MDBC`: 0 DBC, 1 mDBC no-slip,
 /// 2 mDBC free slip), and the case's [`Constants`] (the
 /// values the CPU uses) as float literals.
@@ -118,6 +133,7 @@ pub fn defines(case: &Case, grid: &Grid) -> BTreeMap<&'static str, String> {
         Boundary::Mdbc { slip: true } => "2",
     };
     d.insert("MDBC", mdbc.into());
+    d.insert("MDBC_IN_VEL", u8::from(mdbc_in_vel(case)).to_string());
     // The CPU's thresholds of the ghost-node solve, so the twins cannot drift apart.
     d.insert("MDBC_DET_MIN", format!("{:e}", surge_core::physics::mdbc::DET_MIN));
     d.insert("MDBC_SHEPARD_MIN", lit(surge_core::physics::mdbc::SHEPARD_MIN));

@@ -2,7 +2,8 @@
 //! 2 viscosities × 3 density diffusions × 2 shiftings × 2 dimensions × (gamma 7 or not) ×
 //! 2 time schemes; and mDBC (no-slip, free slip) with each kernel, viscosity, dimension and
 //! neighbour traversal (`gpu.traversal`; the 2D base is periodic along the key's fastest
-//! axis, where `ranges` falls back to `cells`).
+//! axis, where `ranges` falls back to `cells`), its values in the velocity buffer (walls at
+//! rest) or, with a force gauge, in their own.
 //! NVRTC must be present where `CI` or `SURGE_REQUIRE_NVRTC` is set (CI installs the
 //! nvidia-cuda-nvrtc wheel); elsewhere the test says it skipped.
 
@@ -99,17 +100,28 @@ fn every_kernel_specialisation_compiles() {
     for base in [BASE_2D, BASE_3D] {
         for kernel in ["wendland_c2", "cubic_spline"] {
             for visc in [r#"{kind="artificial",alpha=0.02}"#, r#"{kind="laminar",nu=1e-6}"#] {
-                for (slip, traversal) in
-                    [("false", "cells"), ("false", "ranges"), ("true", "cells"), ("true", "ranges")]
-                {
-                    let o: Vec<String> = [
+                // The walls at rest keep the mDBC values in the velocity buffer; a force gauge
+                // keeps them in a buffer of their own (compile::mdbc_in_vel).
+                for (slip, traversal, gauge) in [
+                    ("false", "cells", false),
+                    ("false", "ranges", false),
+                    ("true", "cells", false),
+                    ("true", "ranges", false),
+                    ("false", "ranges", true),
+                    ("true", "cells", true),
+                ] {
+                    let mut o: Vec<String> = [
                         format!("physics.kernel=\"{kernel}\""),
                         format!("physics.viscosity={visc}"),
                         format!("physics.boundary={{kind=\"mdbc\",slip={slip}}}"),
                         format!("gpu.traversal=\"{traversal}\""),
                     ]
                     .into();
+                    if gauge {
+                        o.push(r#"gauge=[{kind="force", name="f", on="wall.0"}]"#.into());
+                    }
                     let case = Case::from_str(base, &o).unwrap_or_else(|e| panic!("{e}"));
+                    assert_eq!(surge_cuda::compile::mdbc_in_vel(&case), !gauge);
                     let grid = Grid::new(&case, case.split_axis()).unwrap();
                     let c = compile(&defines(&case, &grid), "compute_90").unwrap_or_else(|e| panic!("{o:?}: {e}"));
                     for k in ["forces_kernel", "mdbc_kernel", "update_kernel"] {
@@ -122,5 +134,5 @@ fn every_kernel_specialisation_compiles() {
     }
     let _ = std::fs::remove_dir_all(&cache);
     println!("{count} specialisations compiled in {:.1} s", t0.elapsed().as_secs_f64());
-    assert_eq!(count, 192 + 32);
+    assert_eq!(count, 192 + 48);
 }

@@ -11,10 +11,13 @@ impl CudaBackend {
     /// that a warp's lanes share one stencil. Nothing without mDBC.
     pub(super) fn list_mdbc(&mut self) -> Result<(), String> {
         let range = self.mdbc_range.clone();
-        let CudaBackend { stream, k, vel, info, wall, mdbc, key, mdbc_listed, .. } = self;
-        let (Some(kernel), Some(wall), Some(mdbc)) = (k.mdbc_list.as_ref(), wall.as_ref(), mdbc.as_mut()) else {
+        let CudaBackend { stream, k, vel, info, wall, mdbc, key, mdbc_listed, dummy_out, .. } = self;
+        let (Some(kernel), Some(wall)) = (k.mdbc_list.as_ref(), wall.as_ref()) else {
             return Ok(());
         };
+        // Without its buffer (the values in `vel`, compile::mdbc_in_vel) the kernel writes
+        // no mDBC values.
+        let mdbc = mdbc.as_mut().unwrap_or(dummy_out);
         stream.memset_zeros(mdbc_listed).map_err(|e| fail("clearing the mDBC list", e))?;
         if range.is_empty() {
             return Ok(());
@@ -23,8 +26,8 @@ impl CudaBackend {
         let mut b = stream.launch_builder(kernel);
         b.arg(&first).arg(&count).arg(&*vel).arg(&*info).arg(wall).arg(mdbc).arg(key).arg(mdbc_listed);
         // SAFETY: argument types match mdbc_list_kernel; first + count <= n; `key` has room
-        // for every held particle, `wall` and `mdbc` hold every particle (allocated for mDBC
-        // cases, grown with the others).
+        // for every held particle, `wall` and `mdbc` (where the kernel writes it) hold every
+        // particle (allocated for mDBC cases, grown with the others).
         unsafe { b.launch(cfg(range.len())) }.map_err(|e| fail("mdbc_list_kernel", e))?;
         // Order the list by ghost cell: keys into `force` (free between the rebuild's gathers
         // and the next force pass), a counting sort of them into `perm` (free until the next
@@ -69,10 +72,26 @@ impl CudaBackend {
     /// return at once.
     pub(super) fn launch_mdbc(&mut self) -> Result<(), String> {
         let range = self.mdbc_range.clone();
-        let CudaBackend { stream, k, pos, vel, cell, wall, mdbc, key, perm, mdbc_listed, cell_start, win, .. } = self;
-        let (Some(kernel), Some(wall), Some(mdbc)) = (k.mdbc.as_ref(), wall.as_ref(), mdbc.as_mut()) else {
+        let CudaBackend {
+            stream,
+            k,
+            pos,
+            vel,
+            cell,
+            wall,
+            mdbc,
+            key,
+            perm,
+            mdbc_listed,
+            cell_start,
+            win,
+            dummy_out,
+            ..
+        } = self;
+        let (Some(kernel), Some(wall)) = (k.mdbc.as_ref(), wall.as_ref()) else {
             return Ok(());
         };
+        let mdbc = mdbc.as_mut().unwrap_or(dummy_out);
         if range.is_empty() {
             return Ok(());
         }
@@ -83,7 +102,7 @@ impl CudaBackend {
         // SAFETY: argument types match mdbc_kernel; the list holds `mdbc_listed` indices below
         // n, at most range.len() of them, and `perm` a permutation of its positions first
         // (list_mdbc, since the last rebuild, which nothing has overwritten: `key` and `perm`
-        // are reused only during rebuilds).
+        // are reused only during rebuilds); `mdbc` is written only where it is allocated.
         unsafe { b.launch(cfg(range.len())) }.map_err(|e| fail("mdbc_kernel", e))?;
         Ok(())
     }
