@@ -42,6 +42,7 @@ __device__ float3 fluid_load(int i, float4 p4, float4 v4, int4 ci, int wlo, int 
 #endif
     float3 f = v3(0.0f, 0.0f, 0.0f), fc = v3(0.0f, 0.0f, 0.0f);
     const float dp = b ? (float)table[6] : 0.0f;
+    const CellTable cells = cell_table(cell_start, wlo, whi);
     const int zlo = DIM == 3 ? -R : 0, zhi = DIM == 3 ? R : 0;
     for (int dz = zlo; dz <= zhi; ++dz) {
         int cz;
@@ -52,9 +53,9 @@ __device__ float3 fluid_load(int i, float4 p4, float4 v4, int4 ci, int wlo, int 
             for (int dx = -R; dx <= R; ++dx) {
                 int cx;
                 if (!neighbour_axis(ci.x, dx, NX, PERX, cx) || !in_window(0, cx, wlo, whi)) continue;
-                const int k = cell_linear(cx, cy, cz, wlo);
-                const unsigned s = cell_start[2u * (unsigned)k], mid = cell_start[2u * (unsigned)k + 1];
-                const unsigned e = b ? cell_start[2u * (unsigned)k + 2] : mid;
+                const unsigned k = cell_linear(cx, cy, cz, wlo);
+                const unsigned s = cells.begin(k), mid = cells.mid(k);
+                const unsigned e = b ? cells.end(k) : mid;
                 const float bx = p4.x - (float)dx * CSX, by = p4.y - (float)dy * CSY, bz = p4.z - (float)dz * CSZ;
                 for (unsigned j = s; j < e; ++j) {
                     const float4 pj4 = pos[j];

@@ -9,7 +9,9 @@
 //   cell int4[n]    cell coordinates
 //   info uint2[n]   global id, kind (0 fluid, 1 boundary, 2 buffer of an open boundary)
 //   vel_prev, pos_prev, force, wall, shift, mdbc float4[n]: as in surge_core::buffers
-//   cell_start uint[2 cells + 2]: fluid of cell k in [cs[2k], cs[2k+1]), boundary up to cs[2k+2]
+//   cell_start: the cell table of the window, cells + 2 uint starts (cell k's particles in
+//     [start[k], start[k+1]), its fluid bin first) then cells uchar fluid counts (the first
+//     fluid[k] of cell k's particles are fluid or buffer particles): CellTable, cell_table()
 //
 // The grid: NX, NY, NZ count the cells of the whole grid and periodic axes wrap over them.
 // The device holds the layers [wlo, whi) of the split axis O0 (its window, a kernel
@@ -18,7 +20,8 @@
 // whole axis.
 //   stats uint[8]: 0 max |a| (float bits), 1 max visc term, 2 max displacement, 3 max speed,
 //                  4 lowest id of a particle that failed (0xffffffff: none), 5 failure code,
-//                  6 fluid particles a rebuild's rekey removed (they left the domain)
+//                  6 fluid particles a rebuild's rekey removed (they left the domain),
+//                  7 the most fluid particles in one cell (over 255: the table cannot say)
 #include "physics/vec.cuh"
 #include "physics/kernel.cuh"
 #include "physics/eos.cuh"
@@ -32,11 +35,32 @@
 #define STAT_BAD_ID 4
 #define STAT_BAD_CODE 5
 #define STAT_REMOVED 6
+#define STAT_CELL_FLUID 7
 
-__device__ __forceinline__ int cell_linear(int cx, int cy, int cz, int wlo) {
+// Linear index of a cell in the window from layer wlo: unsigned, as a window may hold more
+// than 2^31 cells.
+__device__ __forceinline__ unsigned cell_linear(int cx, int cy, int cz, int wlo) {
     const int c[3] = {cx, cy, cz};
-    const int n[3] = {NX, NY, NZ};
-    return ((c[O0] - wlo) * n[O1] + c[O1]) * n[O2] + c[O2];
+    const unsigned n[3] = {NX, NY, NZ};
+    return ((unsigned)(c[O0] - wlo) * n[O1] + (unsigned)c[O1]) * n[O2] + (unsigned)c[O2];
+}
+
+// The cell table of the window [wlo, whi) (LAYER_CELLS cells a layer): one bin a cell, its
+// fluid (and buffer) particles first, then its boundary particles, each by id; a fluid count
+// a cell (a byte) after the cells + 2 starts. One bin a cell and a byte of count take 5 bytes
+// a cell where two bins took 8 (and keep the sort's bins under 2^32 for windows of up to
+// 4 billion cells).
+struct CellTable {
+    const unsigned *__restrict__ start;
+    const unsigned char *__restrict__ fluid;
+    __device__ __forceinline__ unsigned begin(unsigned k) const { return start[k]; }
+    __device__ __forceinline__ unsigned mid(unsigned k) const { return start[k] + fluid[k]; }
+    __device__ __forceinline__ unsigned end(unsigned k) const { return start[k + 1]; }
+};
+
+__device__ __forceinline__ CellTable cell_table(const unsigned *cell_start, int wlo, int whi) {
+    const size_t cells = (size_t)(whi - wlo) * (size_t)LAYER_CELLS;
+    return {cell_start, reinterpret_cast<const unsigned char *>(cell_start + cells + 2)};
 }
 
 // False when `axis` is the split axis and layer k lies outside the window [wlo, whi)
@@ -137,8 +161,8 @@ extern "C" __global__ void rekey_kernel(int first, int count, int remove, int4 *
     pos[i] = make_float4(off[0], off[1], off[2], p.w);
 }
 
-// Sort key of every held particle from its stored cell: 2 * (linear index in the window)
-// + kind. After a rebuild's classification the first `held` particles are the ones held
+// Sort key of every held particle from its stored cell: its linear index in the window
+// (order_bins_kernel puts the fluid bin first within it). After a rebuild's classification the first `held` particles are the ones held
 // before it: of those, the copies (outside own_lo..own_hi), the owned particles outside
 // the new window and those removed (cell.w set by rekey_kernel) are dropped: key `bins`, a
 // bin past the cells, so the sort moves them behind the rest and lets them go (no
@@ -164,8 +188,7 @@ extern "C" __global__ void key_kernel(int n, int wlo, int whi, int held, int own
         key[i] = 0;
         return;
     }
-    // Buffer particles (kind 2) share the fluid's bin (surge_core::buffers::Kind::bin).
-    key[i] = 2u * (unsigned)cell_linear(c.x, c.y, c.z, wlo) + (info[i].y == 1u ? 1u : 0u);
+    key[i] = cell_linear(c.x, c.y, c.z, wlo);
 }
 
 // First half of a rebuild: of the owned particles first..first+count, count those whose
@@ -210,8 +233,7 @@ extern "C" __global__ void histogram_kernel(int n, const unsigned *key, unsigned
 // (scan_sum_kernel), scans the totals level by level (scan_block_kernel, then
 // scan_add_kernel back down), and at last scans the table's blocks in place, each from its
 // offset (scan_block_kernel with offsets): the table is read twice and written once.
-// Lengths and indices are unsigned: a table of a few hundred million particles' cells passes
-// 2^31 values (two bins a cell).
+// Lengths and indices are unsigned: a table of a billion particles' cells passes 2^31 values.
 #define SCAN_BLOCK 1024
 #define SCAN_THREADS 256
 
@@ -297,22 +319,35 @@ extern "C" __global__ void scatter_kernel(int n, const unsigned *key, unsigned s
     if (i < n && key[i] != skip) perm[atomicAdd(&table[key[i] + 1u], 1u)] = (unsigned)i;
 }
 
-// Sort each bin by global id (insertion sort; bins hold tens of particles), so the order,
-// and with it every sum, is the same from run to run.
-extern "C" __global__ void order_bins_kernel(unsigned bins, const unsigned *cell_start, unsigned *perm, const uint2 *info) {
+// Sort each cell's particles by their kind's bin (fluid and buffer particles first, then
+// boundary: surge_core::buffers::Kind::bin) and global id (insertion sort; cells hold tens
+// of particles), so the order, and with it every sum, is the same from run to run; and
+// count its fluid bin into the table's byte (cell_table), or record a count past 255.
+// Without `fluid` (the mDBC list's order by ghost cell) only the ids are ordered.
+__device__ __forceinline__ unsigned long long bin_order(const uint2 *info, unsigned v) {
+    const uint2 in = info[v];
+    return ((unsigned long long)(in.y == 1u ? 1u : 0u) << 32) | in.x;
+}
+
+extern "C" __global__ void order_bins_kernel(unsigned bins, const unsigned *cell_start, unsigned *perm,
+                                             const uint2 *info, unsigned char *fluid, unsigned *stats) {
     unsigned b = blockIdx.x * blockDim.x + threadIdx.x;
     if (b >= bins) return;
     unsigned s = cell_start[b], e = cell_start[b + 1];
     for (unsigned k = s + 1; k < e; ++k) {
         unsigned v = perm[k];
-        unsigned id = info[v].x;
+        const unsigned long long o = bin_order(info, v);
         unsigned j = k;
-        while (j > s && info[perm[j - 1]].x > id) {
+        while (j > s && bin_order(info, perm[j - 1]) > o) {
             perm[j] = perm[j - 1];
             --j;
         }
         perm[j] = v;
     }
+    unsigned f = 0;
+    while (s + f < e && info[perm[s + f]].y != 1u) ++f;
+    fluid[b] = (unsigned char)min(f, 255u);
+    if (f > 255u) atomicMax(&stats[STAT_CELL_FLUID], f);
 }
 
 extern "C" __global__ void gather16_kernel(int n, const unsigned *perm, const uint4 *src, uint4 *dst) {
@@ -381,8 +416,8 @@ __device__ __forceinline__ void stencil_rows(const int c[3], const float p[3], i
             b[ua] = p[ua] - (float)du * cs[ua];
             b[wa] = p[wa] - (float)dw * cs[wa];
             b[RA] = p[RA] - (float)lo * cs[RA];
-            const int k = cell_linear(cc[0], cc[1], cc[2], wlo);
-            row(k, k + (hi - lo), b);
+            const unsigned k = cell_linear(cc[0], cc[1], cc[2], wlo);
+            row(k, k + (unsigned)(hi - lo), b);
         }
     }
 }
@@ -392,20 +427,20 @@ __device__ __forceinline__ void stencil_rows(const int c[3], const float p[3], i
 // offset from the centre of j's cell (b[RA] steps by one cell). One loop for the row: a lane
 // moves to the next cell when j passes its cell's end.
 template <typename Visit>
-__device__ __forceinline__ void row_particles(const unsigned *__restrict__ cell_start, int k, int kend,
-                                              bool fluid_only, float b[3], Visit &&visit) {
+__device__ __forceinline__ void row_particles(const CellTable &t, unsigned k, unsigned kend, bool fluid_only,
+                                              float b[3], Visit &&visit) {
     const float step = RA == 0 ? CSX : RA == 1 ? CSY : CSZ;
-    unsigned j = cell_start[2u * (unsigned)k], mid = cell_start[2u * (unsigned)k + 1];
-    unsigned e = fluid_only ? mid : cell_start[2u * (unsigned)k + 2];
+    unsigned j = t.begin(k), mid = t.mid(k);
+    unsigned e = fluid_only ? mid : t.end(k);
     for (;;) {
         if (j >= e) {
             if (k == kend) break;
             ++k;
             b[RA] -= step;
             // With every bin, the next cell starts where this one ended.
-            if (fluid_only) j = cell_start[2u * (unsigned)k];
-            mid = cell_start[2u * (unsigned)k + 1];
-            e = fluid_only ? mid : cell_start[2u * (unsigned)k + 2];
+            if (fluid_only) j = t.begin(k);
+            mid = t.mid(k);
+            e = fluid_only ? mid : t.end(k);
             continue;
         }
         visit(j, mid, b);
@@ -477,12 +512,13 @@ extern "C" __global__ void __launch_bounds__(256, FORCES_MIN_BLOCKS) forces_kern
         // (an empty loop: force 0, density rate 0).
         // A buffer particle of an open boundary (kind 2) sums nothing either: its pass sets it.
         const bool sums = fluid || (!MDBC && info[i].y == 1u);
+        const CellTable table = cell_table(cell_start, wlo, whi);
 #if TRAVERSAL == 1
         if (sums) {
             const int c[3] = {ci.x, ci.y, ci.z};
             const float p[3] = {p4.x, p4.y, p4.z};
-            stencil_rows(c, p, wlo, whi, [&](int k, int kend, float b[3]) {
-                row_particles(cell_start, k, kend, !fluid, b, [&](unsigned j, unsigned mid, const float b[3]) {
+            stencil_rows(c, p, wlo, whi, [&](unsigned k, unsigned kend, float b[3]) {
+                row_particles(table, k, kend, !fluid, b, [&](unsigned j, unsigned mid, const float b[3]) {
                     force_candidate(j, mid, b[0], b[1], b[2], fluid, pi, pos, vel, wall, mdbc, acc);
                 });
             });
@@ -498,9 +534,9 @@ extern "C" __global__ void __launch_bounds__(256, FORCES_MIN_BLOCKS) forces_kern
                 for (int dx = -R; dx <= R; ++dx) {
                     int cx;
                     if (!neighbour_axis(ci.x, dx, NX, PERX, cx) || !in_window(0, cx, wlo, whi)) continue;
-                    const int k = cell_linear(cx, cy, cz, wlo);
-                    const unsigned s = cell_start[2u * (unsigned)k], mid = cell_start[2u * (unsigned)k + 1];
-                    const unsigned e = fluid ? cell_start[2u * (unsigned)k + 2] : mid;
+                    const unsigned k = cell_linear(cx, cy, cz, wlo);
+                    const unsigned s = table.begin(k), mid = table.mid(k);
+                    const unsigned e = fluid ? table.end(k) : mid;
                     const float bx = p4.x - (float)dx * CSX, by = p4.y - (float)dy * CSY, bz = p4.z - (float)dz * CSZ;
                     for (unsigned j = s; j < e; ++j)
                         force_candidate(j, mid, bx, by, bz, fluid, pi, pos, vel, wall, mdbc, acc);
@@ -568,9 +604,10 @@ __device__ __forceinline__ void ghost_sums(float3 og, int4 c, int wlo, int whi, 
             ghost_add(s, r, KERNEL_W(q), r * KERNEL_F(q), vol, vj4.w, xyz(vj4));
         }
     };
+    const CellTable table = cell_table(cell_start, wlo, whi);
 #if TRAVERSAL == 1
-    stencil_rows(cg, o, wlo, whi, [&](int k, int kend, float b[3]) {
-        row_particles(cell_start, k, kend, true, b, [&](unsigned j, unsigned, const float b[3]) { candidate(j, b); });
+    stencil_rows(cg, o, wlo, whi, [&](unsigned k, unsigned kend, float b[3]) {
+        row_particles(table, k, kend, true, b, [&](unsigned j, unsigned, const float b[3]) { candidate(j, b); });
     });
 #else
     const int zlo = DIM == 3 ? -R : 0, zhi = DIM == 3 ? R : 0;
@@ -583,8 +620,8 @@ __device__ __forceinline__ void ghost_sums(float3 og, int4 c, int wlo, int whi, 
             for (int dx = -R; dx <= R; ++dx) {
                 int cx;
                 if (!neighbour_axis(cg[0], dx, NX, PERX, cx) || !in_window(0, cx, wlo, whi)) continue;
-                const int k = cell_linear(cx, cy, cz, wlo);
-                const unsigned s0 = cell_start[2u * (unsigned)k], mid = cell_start[2u * (unsigned)k + 1];
+                const unsigned k = cell_linear(cx, cy, cz, wlo);
+                const unsigned s0 = table.begin(k), mid = table.mid(k);
                 const float b[3] = {o[0] - (float)dx * CSX, o[1] - (float)dy * CSY, o[2] - (float)dz * CSZ};
                 for (unsigned j = s0; j < mid; ++j) candidate(j, b);
             }
@@ -653,7 +690,7 @@ extern "C" __global__ void mdbc_ghost_key_kernel(int count, const unsigned *__re
         const int lo = a == O0 ? wlo : 0, hi = a == O0 ? whi : n[a];
         cg[a] = min(max(cg[a], lo), hi - 1);
     }
-    gkey[t] = 2u * (unsigned)cell_linear(cg[0], cg[1], cg[2], wlo);
+    gkey[t] = cell_linear(cg[0], cg[1], cg[2], wlo);
 }
 
 // Twin of crates/surge-cpu/src/mdbc.rs, before each force pass: each boundary particle of
@@ -1039,6 +1076,7 @@ extern "C" __global__ void gauge_sums_kernel(int points, int wlo, int whi, const
     const int4 c = pcell[k];
     const float4 o = poff[k];
     double w_sum = 0.0, pw_sum = 0.0;
+    const CellTable table = cell_table(cell_start, wlo, whi);
     const int zlo = DIM == 3 ? -R : 0, zhi = DIM == 3 ? R : 0;
     for (int dz = zlo; dz <= zhi; ++dz)
         for (int dy = -R; dy <= R; ++dy)
@@ -1048,8 +1086,8 @@ extern "C" __global__ void gauge_sums_kernel(int points, int wlo, int whi, const
                     !neighbour_axis(c.z, dz, NZ, PERZ, cz) || !in_window(0, cx, wlo, whi) ||
                     !in_window(1, cy, wlo, whi) || !in_window(2, cz, wlo, whi))
                     continue;
-                const int kk = cell_linear(cx, cy, cz, wlo);
-                for (unsigned j = cell_start[2u * (unsigned)kk]; j < cell_start[2u * (unsigned)kk + 1]; ++j) {
+                const unsigned kk = cell_linear(cx, cy, cz, wlo);
+                for (unsigned j = table.begin(kk); j < table.mid(kk); ++j) {
                     const float4 pj = pos[j];
                     const double rx = (double)o.x - (double)pj.x - (double)dx * (double)CSX;
                     const double ry = (double)o.y - (double)pj.y - (double)dy * (double)CSY;

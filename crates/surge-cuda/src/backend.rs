@@ -75,6 +75,14 @@ const STATS_INIT: [u32; 8] = [0, 0, 0, 0, u32::MAX, 0, 0, 0];
 const STAT_BAD_ID: usize = 4;
 /// Index of the count of particles a rekey removed (STAT_REMOVED in step.cu).
 const STAT_REMOVED: usize = 6;
+/// Index of the most fluid particles of one cell past 255, 0 when none (STAT_CELL_FLUID).
+const STAT_CELL_FLUID: usize = 7;
+
+/// Words of a cell table of `bins` cells: the bins + 2 starts, then a byte a cell of fluid
+/// count (`CellTable` in step.cu).
+fn table_words(bins: usize) -> usize {
+    bins + 2 + bins.div_ceil(4)
+}
 
 /// Particles the per-particle buffers have room for when `n` are held: 30 % headroom plus
 /// 1024, so migration and copies rarely make a rebuild grow them.
@@ -182,7 +190,7 @@ pub struct CudaBackend {
     /// A team's device: the headroom its buffers keep over what it holds, also when a
     /// rebuild grows them ([`team_headroom`]); `None`: [`capacity_for`]'s 30 %.
     headroom: Option<usize>,
-    /// Bins of the cell table (two per cell of the window).
+    /// Bins of the cell table (one per cell of the window).
     bins: usize,
     buffers: BufferSet,
     /// The decomposition of the last rebuild and this device's number in it.
@@ -222,7 +230,8 @@ pub struct CudaBackend {
     /// Between the halves of a rebuild of several devices: which held particles the sort
     /// drops.
     dropping: Option<Dropping>,
-    /// Start of each bin (2 per cell), `bins + 2` values: built in place by the sort.
+    /// The cell table: the start of each bin (one a cell), `bins + 2` values built in place
+    /// by the sort, then a byte a cell of fluid count ([`table_words`]).
     cell_start: CudaSlice<u32>,
     scan: Vec<ScanLevel>,
     stats: CudaSlice<u32>,
@@ -411,8 +420,8 @@ pub fn gpu_buffers(case: &Case) -> BufferSet {
 }
 
 /// Device bytes per particle a case holds on a device alone: its buffers ([`gpu_buffers`])
-/// for each particle, and the cell table (two bins per cell, plus two; twice with mDBC,
-/// whose list is sorted by ghost cell through a table of the same size). In a team the
+/// for each particle, and the cell table (a start and a fluid count a cell, 5 bytes; with
+/// mDBC a second table of the cells' starts, which orders its list by ghost cell). In a team the
 /// buffers grow with headroom (`capacity_for`) at the first rebuild, and the backend reports
 /// what it holds.
 pub fn bytes_per_particle(case: &Case, particles: usize, cells: usize) -> usize {
@@ -425,8 +434,8 @@ fn allocated_per_particle(set: BufferSet, mdbc: bool, particles: usize, cap: usi
     let on_gpu = BufferSet(set.0 & !BufferId::Press.bit());
     let n = particles.max(1);
     // The cell table, and with mDBC the table that orders its list by ghost cell.
-    let tables = if mdbc { 2 } else { 1 };
-    (on_gpu.bytes_per_particle() * cap).div_ceil(n) + (tables * 4 * (2 * cells + 2)).div_ceil(n)
+    let tables = 4 * table_words(cells) + if mdbc { 4 * (cells + 2) } else { 0 };
+    (on_gpu.bytes_per_particle() * cap).div_ceil(n) + tables.div_ceil(n)
 }
 
 /// Whether `need` bytes fit in `free` (keeping 5 % spare); if not, the largest dp that would
@@ -547,10 +556,17 @@ impl CudaBackend {
         Self::streamed(case, ordinal, filled.len(), |put| put(filled))
     }
 
-    /// As [`CudaBackend::new`] for a device of a team: its buffers have the team's headroom
-    /// ([`capacity_for`]) from the start, so the first rebuild, which brings the neighbours'
-    /// copies, does not grow them (a growth holds a buffer's old and new allocations at once).
-    pub fn new_in_team(case: &Case, filled: &Filled, ordinal: usize) -> Result<CudaBackend, String> {
+    /// As [`CudaBackend::new`] for device `me` of a team cut by `map`: its buffers have the
+    /// team's headroom ([`team_headroom`]) from the start, so the first rebuild, which brings
+    /// the neighbours' copies, does not grow them (a growth holds a buffer's old and new
+    /// allocations at once), and its cell table covers its window only.
+    pub fn new_in_team(
+        case: &Case,
+        filled: &Filled,
+        ordinal: usize,
+        map: &SliceMap,
+        me: usize,
+    ) -> Result<CudaBackend, String> {
         // The fullest cell layer of the share, on the whole grid the team cuts.
         let whole = crate::grid_for(case)?;
         let last = whole.layers().max(1) as usize - 1;
@@ -562,7 +578,8 @@ impl CudaBackend {
         let layer = per_layer.into_iter().max().unwrap_or(0);
         let halo = surge_core::decomp::halo(case, &whole).max(0) as usize;
         let headroom = team_headroom(filled.len(), layer, halo);
-        let mut be = Self::load(case, ordinal, filled.len(), filled.len() + headroom, |put| put(filled))?;
+        let team = Some((map, me));
+        let mut be = Self::load(case, ordinal, filled.len(), filled.len() + headroom, team, |put| put(filled))?;
         be.headroom = Some(headroom);
         Ok(be)
     }
@@ -580,7 +597,7 @@ impl CudaBackend {
         fill: impl FnOnce(&mut dyn FnMut(&Filled) -> Result<(), String>) -> Result<(), String>,
     ) -> Result<CudaBackend, String> {
         // Exactly the particles: alone, a device never holds more.
-        Self::load(case, ordinal, n, n, fill)
+        Self::load(case, ordinal, n, n, None, fill)
     }
 
     /// [`CudaBackend::streamed`] with buffers for `cap >= n` particles.
@@ -589,6 +606,7 @@ impl CudaBackend {
         ordinal: usize,
         n: usize,
         cap: usize,
+        team: Option<(&SliceMap, usize)>,
         fill: impl FnOnce(&mut dyn FnMut(&Filled) -> Result<(), String>) -> Result<(), String>,
     ) -> Result<CudaBackend, String> {
         let gpus = crate::probe::gpus()?;
@@ -596,21 +614,31 @@ impl CudaBackend {
         crate::probe::nvrtc_version()?;
         let whole = Grid::with_skin(case, case.split_axis(), skin_fraction(case), STENCIL_REACH)?;
         let cap = cap.max(n).max(1);
-        let bins = 2 * whole.cell_count();
-        // Sort keys (2 x cell + kind, and `bins` for the dropped) and the cell table's indices
-        // are 32-bit.
+        // A device alone takes the whole grid; one of a team (`team`: the team's map and its
+        // number in it) its window from the start, so its cell table is never the whole
+        // grid's (at load it was: most of a team device's memory there, 22-27 bytes a
+        // particle of a two-device team's 150).
+        let single = SliceMap::single(whole.layers(), whole.reach);
+        let (map, me) = team.unwrap_or((&single, 0));
+        let (wl, wh) = map.window(me);
+        let win = whole.windowed(wl, wh);
+        let bins = win.cell_count();
+        // Sort keys (the cell in the window, and `bins` for the dropped) and the cell table's
+        // indices are 32-bit.
         if bins + 2 > u32::MAX as usize {
             return Err(format!(
-                "the grid has {} cells: the GPU's cell table holds at most {} (a coarser dp or a smaller domain)",
-                whole.cell_count(),
-                (u32::MAX as usize - 2) / 2
+                "the grid has {} cells{}: the GPU's cell table holds at most {} (a coarser dp, a smaller domain{})",
+                win.cell_count(),
+                if team.is_some() { " in this device's slice" } else { "" },
+                u32::MAX as usize - 2,
+                if team.is_some() { " or more GPUs" } else { ", or several GPUs" }
             ));
         }
         let buffers = gpu_buffers(case);
         let ctx = CudaContext::new(ordinal).map_err(|e| fail("creating the context", e))?;
         let (free, _) = ctx.mem_get_info().map_err(|e| fail("reading free memory", e))?;
         let need =
-            allocated_per_particle(buffers, case.boundary.is_mdbc(), n, cap, whole.cell_count()) * n.max(1) + (1 << 20);
+            allocated_per_particle(buffers, case.boundary.is_mdbc(), n, cap, win.cell_count()) * n.max(1) + (1 << 20);
         fits(need, free, case.dp, case.dim).map_err(|e| format!("GPU {ordinal} ({}): {e}", gpu.name))?;
         let t0 = std::time::Instant::now();
         let compiled = compile(&defines(case, &whole), arch_for(gpu.compute_capability))?;
@@ -681,7 +709,6 @@ impl CudaBackend {
             .sum::<usize>()
             .max(1);
         let event = || ctx.new_event(None).map_err(|e| fail("creating an event", e));
-        let map = SliceMap::single(whole.layers(), whole.reach);
         let mut be = CudaBackend {
             name: format!("cuda:{ordinal} ({})", gpu.name),
             compile_note,
@@ -724,7 +751,7 @@ impl CudaBackend {
             open_table_host: Vec::new(),
             open_table_sent: Vec::new(),
             open_counters: zeros(4, "open boundary counters")?,
-            cell_start: zeros(bins + 2, "cell starts")?,
+            cell_start: zeros(table_words(bins), "cell starts")?,
             scan: scan_levels(&stream, bins + 2)?,
             stats: up(&STATS_INIT, 0, "stats")?,
             words_host: pinned(&ctx, 8)?,
@@ -773,7 +800,7 @@ impl CudaBackend {
             body_out_host: Vec::new(),
             case: Arc::new(case.clone()),
             consts: Constants::of(case),
-            win: whole.clone(),
+            win,
             whole,
             ctx,
             stream,
@@ -791,8 +818,10 @@ impl CudaBackend {
         if at != n {
             return Err(format!("the fill handed over {at} particles, {n} were counted"));
         }
+        // The first sort, over the window: a team's device drops the copies it would send
+        // (its first rebuild in the team sends them).
         let mut out = [ParticleState::default(), ParticleState::default()];
-        be.rebuild_begin(&map, 0, true, &mut out).map_err(|f| f.to_string())?;
+        be.rebuild_begin(map, me, true, &mut out).map_err(|f| f.to_string())?;
         let empty = || ParticleState::empty(be.buffers, &be.whole);
         let incoming = [empty(), empty()];
         be.rebuild_end(incoming).map_err(|f| f.to_string())?;
@@ -886,13 +915,14 @@ impl CudaBackend {
         Ok(BadParticle { id, pos, reason })
     }
 
-    /// First particle of each layer `ls[k]` of the window, from the cell table (at the host:
-    /// one word each, 8 at most).
-    fn layer_starts<const N: usize>(&mut self, ls: [i32; N]) -> Result<[usize; N], String> {
-        let at = ls.map(|l| 2 * self.win.layer_start(l));
-        let v = at.map(|a| self.cell_start.slice(a..a + 1));
+    /// First particle of each layer `ls[k]` of the window, from the cell table, and the
+    /// sort's `STAT_CELL_FLUID` (at the host: one word each, 7 layers at most).
+    fn layer_starts<const N: usize>(&mut self, ls: [i32; N]) -> Result<([usize; N], u32), String> {
+        let at = ls.map(|l| self.win.layer_start(l));
+        let mut v: Vec<_> = at.iter().map(|&a| self.cell_start.slice(a..a + 1)).collect();
+        v.push(self.stats.slice(STAT_CELL_FLUID..STAT_CELL_FLUID + 1));
         let w = read_words(&self.stream, &self.settled, &mut self.words_host, &v, "reading the cell table")?;
-        Ok(std::array::from_fn(|j| w[j] as usize))
+        Ok((std::array::from_fn(|j| w[j] as usize), w[N]))
     }
 
     /// The copies from a side.
@@ -1167,11 +1197,11 @@ impl CudaBackend {
     /// Last part of a rebuild, once every particle of the window is held: sort, and find the
     /// blocks (copies, edges, inner).
     fn finish_end(&mut self) -> Result<(), Failure> {
-        let bins = 2 * self.win.cell_count();
+        let bins = self.win.cell_count();
         if bins != self.bins {
             self.settle("resizing the cell table")?;
             self.cell_start =
-                self.stream.alloc_zeros::<u32>(bins + 2).map_err(|e| fail("allocating the cell table", e))?;
+                self.stream.alloc_zeros::<u32>(table_words(bins)).map_err(|e| fail("allocating the cell table", e))?;
             self.scan = scan_levels(&self.stream, bins + 2)?;
             if self.mdbc_table.is_some() {
                 let table =
@@ -1184,8 +1214,15 @@ impl CudaBackend {
         let (lo, hi) = self.map.owned(self.me);
         let halo = self.map.halo;
         let r = self.win.reach;
-        let [own_start, left_end, right_start, own_end, mdbc_start, mdbc_end] =
+        let ([own_start, left_end, right_start, own_end, mdbc_start, mdbc_end], most) =
             self.layer_starts([lo, lo + halo, hi - halo, hi, lo - r, hi + r])?;
+        if most > 0 {
+            return Err(Failure::Device(format!(
+                "{}: a cell of the grid holds {most} fluid particles, the cell table counts at most 255 \
+                 (the fluid is compressed far beyond its density, or h/dp is too large)",
+                self.name
+            )));
+        }
         self.own = own_start..own_end;
         self.mdbc_range = mdbc_start..mdbc_end;
         self.list_mdbc()?;
@@ -1443,9 +1480,12 @@ impl CudaBackend {
             // SAFETY: argument types match scatter_kernel.
             unsafe { b.launch(cfg(self.n)) }.map_err(|e| fail("scatter_kernel", e))?;
             let bins = self.bins as u32;
+            // The fluid counts: the table's bytes after its bins + 2 starts.
+            let fluid = self.cell_start.device_ptr(&self.stream).0 + 4 * (self.bins as u64 + 2);
             let mut b = self.stream.launch_builder(&self.k.order_bins);
-            b.arg(&bins).arg(&self.cell_start).arg(&mut self.perm).arg(&self.info);
-            // SAFETY: argument types match order_bins_kernel; cell_start has bins + 2 values.
+            b.arg(&bins).arg(&self.cell_start).arg(&mut self.perm).arg(&self.info).arg(&fluid).arg(&mut self.stats);
+            // SAFETY: argument types match order_bins_kernel; cell_start has table_words(bins)
+            // words: bins + 2 starts, then a byte for each of the bins cells.
             unsafe { b.launch(cfg(self.bins)) }.map_err(|e| fail("order_bins_kernel", e))?;
         }
         // The dropped particles are last (bin `bins`, left unordered): gather the others.

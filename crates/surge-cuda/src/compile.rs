@@ -164,6 +164,8 @@ pub fn defines(case: &Case, grid: &Grid) -> BTreeMap<&'static str, String> {
         d.insert(["PERX", "PERY", "PERZ"][a], u8::from(grid.periodic[a]).to_string());
     }
     d.insert("R", grid.reach.to_string());
+    // Cells of a layer of the split axis: where a window's cell table keeps its fluid counts.
+    d.insert("LAYER_CELLS", grid.layer_cells().to_string());
     // Tuning: resident blocks per multiprocessor the force kernel is compiled for (default 6).
     if let Some(b) = std::env::var("SURGE_CUDA_MIN_BLOCKS").ok().filter(|v| v.parse::<u32>().is_ok()) {
         d.insert("FORCES_MIN_BLOCKS", b);

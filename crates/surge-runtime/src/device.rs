@@ -359,10 +359,10 @@ pub fn simulation_on(case: &Case, req: &DeviceRequest, cluster: Arc<dyn Cluster>
                     CpuBackend::new(&case, &part, threads).map(|b| Box::new(b) as Box<dyn Backend>)
                 }) as Loader,
                 Resolved::Cuda(o) => {
-                    let ord = o[d - first];
+                    let (ord, map) = (o[d - first], map.clone());
                     Box::new(move || {
                         let part = fill_layers(&case, &grid, &c, lo..hi);
-                        CudaBackend::new_in_team(&case, &part, ord).map(|b| Box::new(b) as Box<dyn Backend>)
+                        CudaBackend::new_in_team(&case, &part, ord, &map, d).map(|b| Box::new(b) as Box<dyn Backend>)
                     }) as Loader
                 }
             }
