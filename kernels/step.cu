@@ -430,17 +430,19 @@ template <typename Visit>
 __device__ __forceinline__ void row_particles(const CellTable &t, unsigned k, unsigned kend, bool fluid_only,
                                               float b[3], Visit &&visit) {
     const float step = RA == 0 ? CSX : RA == 1 ? CSY : CSZ;
-    unsigned j = t.begin(k), mid = t.mid(k);
-    unsigned e = fluid_only ? mid : t.end(k);
+    unsigned j = t.begin(k), end = t.end(k), mid = j + t.fluid[k];
+    unsigned e = fluid_only ? mid : end;
     for (;;) {
         if (j >= e) {
             if (k == kend) break;
             ++k;
             b[RA] -= step;
-            // With every bin, the next cell starts where this one ended.
-            if (fluid_only) j = t.begin(k);
-            mid = t.mid(k);
-            e = fluid_only ? mid : t.end(k);
+            // The next cell starts where this one ended: one start and one count to read.
+            const unsigned start = end;
+            end = t.end(k);
+            mid = start + t.fluid[k];
+            if (fluid_only) j = start;
+            e = fluid_only ? mid : end;
             continue;
         }
         visit(j, mid, b);

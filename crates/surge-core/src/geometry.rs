@@ -206,11 +206,13 @@ impl Sink for Part<'_> {
     }
 }
 
-/// Particles counted without being kept, with their weights per cell layer ([`census`]).
+/// Particles counted without being kept, with their weights and counts per cell layer
+/// ([`census`]).
 struct Tally<'a> {
     n: u32,
     layers: Option<&'a Layers<'a>>,
     weights: &'a mut [u64],
+    counts: &'a mut [u64],
 }
 
 impl Sink for Tally<'_> {
@@ -218,7 +220,9 @@ impl Sink for Tally<'_> {
     fn push(&mut self, x: [f64; 3], _: [f64; 3], _: f32, k: Kind, _: [f32; 4]) {
         self.n += 1;
         if let Some(l) = self.layers {
-            self.weights[(l.of)(x[l.axis])] += crate::decomp::cost_weight(k as u32);
+            let layer = (l.of)(x[l.axis]);
+            self.weights[layer] += crate::decomp::cost_weight(k as u32);
+            self.counts[layer] += 1;
         }
     }
 }
@@ -802,6 +806,8 @@ pub struct Census {
     /// [`crate::decomp::cost_weight`] summed over the particles of each layer (inlets
     /// included) when the census was given [`Layers`]; else empty.
     pub weights: Vec<u64>,
+    /// The particles of each layer (inlets included), as `weights`.
+    pub counts: Vec<u64>,
     /// Every particle ([`Counts::total`]).
     pub total: u64,
     /// Fluid particles ([`Counts::fluid`]).
@@ -814,25 +820,26 @@ pub struct Census {
 pub fn census(case: &Case, layers: Option<&Layers>) -> Census {
     let consts = Constants::of(case);
     let nl = layers.map_or(0, |l| l.count);
-    let mut weights = vec![0u64; nl];
+    let (mut weights, mut layer_counts) = (vec![0u64; nl], vec![0u64; nl]);
     let (mut total, mut fluid) = (0u64, 0u64);
     let mut rows = Vec::new();
     for object in objects(case, &consts, None) {
         let blocks = par_rows(object.rows(), |r| {
-            let mut w = vec![0u64; nl];
+            let (mut w, mut lc) = (vec![0u64; nl], vec![0u64; nl]);
             let counts: Vec<u32> = r
                 .map(|row| {
-                    let mut tally = Tally { n: 0, layers, weights: &mut w };
+                    let mut tally = Tally { n: 0, layers, weights: &mut w, counts: &mut lc };
                     (object.make)(row..row + 1, &mut tally);
                     tally.n
                 })
                 .collect();
-            (counts, w)
+            (counts, w, lc)
         });
         let mut counts = Vec::with_capacity(object.rows());
-        for (c, w) in blocks {
+        for (c, w, lc) in blocks {
             counts.extend(c);
             weights.iter_mut().zip(w).for_each(|(a, b)| *a += b);
+            layer_counts.iter_mut().zip(lc).for_each(|(a, b)| *a += b);
         }
         let n = counts.iter().map(|&n| n as u64).sum::<u64>();
         if rows.len() < case.fluid.len() {
@@ -845,11 +852,13 @@ pub fn census(case: &Case, layers: Option<&Layers>) -> Census {
     fill_inlets(case, 0, None, &mut inlets);
     if let Some(l) = layers {
         for (x, k) in inlets.pos.iter().zip(&inlets.kind) {
-            weights[(l.of)(x[l.axis])] += crate::decomp::cost_weight(*k as u32);
+            let layer = (l.of)(x[l.axis]);
+            weights[layer] += crate::decomp::cost_weight(*k as u32);
+            layer_counts[layer] += 1;
         }
     }
     total += inlets.len() as u64;
-    Census { rows, weights, total, fluid }
+    Census { rows, weights, counts: layer_counts, total, fluid }
 }
 
 /// The waves an object's rows are made in by [`fill_slab`].

@@ -94,12 +94,18 @@ fn check(case: &Case, what: &str) {
             assert_same(&all, &whole, &format!("{what}, axis {axis}: {n} slabs put together"));
         }
     }
-    // The census's weights per layer of a grid: those of the whole fill.
+    // The census's weights and counts per layer of a grid: those of the whole fill.
     let grid = Grid::new(case, case.split_axis()).unwrap_or_else(|e| panic!("{e}"));
     let layers = Layers { axis: grid.split_axis(), count: grid.layers() as usize, of: &|x| grid.layer_of(x) as usize };
     let weighed = census(case, Some(&layers));
     assert_eq!(weighed.weights, whole.layer_weights(&whole.layers(&grid), &grid), "{what}: layer weights");
     assert!(weighed.weights.iter().filter(|&&w| w > 0).count() > 1, "{what}: weights in one layer only");
+    // And its particles per layer: those of the whole fill.
+    let mut counts = vec![0u64; grid.layers() as usize];
+    for l in whole.layers(&grid) {
+        counts[l as usize] += 1;
+    }
+    assert_eq!(weighed.counts, counts, "{what}: particles per layer");
 }
 
 #[test]

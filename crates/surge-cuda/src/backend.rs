@@ -556,30 +556,24 @@ impl CudaBackend {
         Self::streamed(case, ordinal, filled.len(), |put| put(filled))
     }
 
-    /// As [`CudaBackend::new`] for device `me` of a team cut by `map`: its buffers have the
-    /// team's headroom ([`team_headroom`]) from the start, so the first rebuild, which brings
-    /// the neighbours' copies, does not grow them (a growth holds a buffer's old and new
-    /// allocations at once), and its cell table covers its window only.
-    pub fn new_in_team(
+    /// As [`CudaBackend::streamed`] for device `me` of a team cut by `map`, its `n`
+    /// particles handed over in parts by `fill` (slabs of its layers: the host never holds
+    /// its whole share), `layer` the most particles of one cell layer in or next to its
+    /// slice: its buffers have the team's headroom ([`team_headroom`]) from the start, so the
+    /// first rebuild, which brings the neighbours' copies, does not grow them (a growth holds
+    /// a buffer's old and new allocations at once), and its cell table covers its window
+    /// only.
+    pub fn streamed_in_team(
         case: &Case,
-        filled: &Filled,
         ordinal: usize,
+        n: usize,
+        layer: usize,
         map: &SliceMap,
         me: usize,
+        fill: impl FnOnce(&mut dyn FnMut(&Filled) -> Result<(), String>) -> Result<(), String>,
     ) -> Result<CudaBackend, String> {
-        // The fullest cell layer of the share, on the whole grid the team cuts.
-        let whole = crate::grid_for(case)?;
-        let last = whole.layers().max(1) as usize - 1;
-        let mut per_layer = vec![0usize; last + 1];
-        let axis = whole.split_axis();
-        for x in &filled.pos {
-            per_layer[(whole.layer_of(x[axis]).max(0) as usize).min(last)] += 1;
-        }
-        let layer = per_layer.into_iter().max().unwrap_or(0);
-        let halo = surge_core::decomp::halo(case, &whole).max(0) as usize;
-        let headroom = team_headroom(filled.len(), layer, halo);
-        let team = Some((map, me));
-        let mut be = Self::load(case, ordinal, filled.len(), filled.len() + headroom, team, |put| put(filled))?;
+        let headroom = team_headroom(n, layer, map.halo.max(0) as usize);
+        let mut be = Self::load(case, ordinal, n, n + headroom, Some((map, me)), fill)?;
         be.headroom = Some(headroom);
         Ok(be)
     }

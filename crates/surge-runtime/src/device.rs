@@ -200,9 +200,34 @@ pub fn census_cut(case: &Case, grid: &Grid, n: usize) -> Result<(Census, SliceMa
     Ok((c, map))
 }
 
+/// The layers `layers` cut into consecutive runs of about `slab` particles each (`counts`:
+/// the particles of each layer; a layer of more is a run alone).
+fn slabs_of(counts: &[u64], layers: std::ops::Range<i32>, slab: u64) -> Vec<std::ops::Range<i32>> {
+    let mut out = Vec::new();
+    let (mut from, mut acc) = (layers.start, 0u64);
+    for l in layers.clone() {
+        let n = counts.get(l as usize).copied().unwrap_or(0);
+        if acc > 0 && acc + n > slab {
+            out.push(from..l);
+            (from, acc) = (l, 0);
+        }
+        acc += n;
+    }
+    if from < layers.end {
+        out.push(from..layers.end);
+    }
+    out
+}
+
 /// Particles of one slab of a fill streamed to a GPU (about: the slabs are cut by the census'
 /// cost weights), 73 bytes each on the host while it is uploaded.
 pub const SLAB_PARTICLES: u64 = 1 << 24;
+
+/// `SURGE_SLAB_PARTICLES` where set: the slabs' size instead of [`SLAB_PARTICLES`] (tuning
+/// and tests: small slabs make a small case stream in many).
+fn slab_override() -> Option<u64> {
+    std::env::var("SURGE_SLAB_PARTICLES").ok().and_then(|v| v.parse().ok()).filter(|&v| v > 0)
+}
 
 /// Fill `case` slab by slab, handing each slab to `put` in turn (then dropped): a census
 /// (no particle kept) gives each lattice row's count and the weights of `grid`'s cell layers
@@ -313,7 +338,7 @@ pub fn simulation_on(case: &Case, req: &DeviceRequest, cluster: Arc<dyn Cluster>
     if n == 1 && gpu {
         // One GPU: the case streamed to it in slabs, never whole on the host.
         let ord = ords_of(&resolved)[0];
-        let (_, fluid, backend) = stream_to_gpu(case, ord, SLAB_PARTICLES)?;
+        let (_, fluid, backend) = stream_to_gpu(case, ord, slab_override().unwrap_or(SLAB_PARTICLES))?;
         let note = format!("{note}{}; {}", backend.name(), backend.compile_note());
         return Ok(Loaded { sim: Simulation::new(case.clone(), Box::new(backend)), note, threads: 1, fluid });
     }
@@ -361,8 +386,23 @@ pub fn simulation_on(case: &Case, req: &DeviceRequest, cluster: Arc<dyn Cluster>
                 Resolved::Cuda(o) => {
                     let (ord, map) = (o[d - first], map.clone());
                     Box::new(move || {
-                        let part = fill_layers(&case, &grid, &c, lo..hi);
-                        CudaBackend::new_in_team(&case, &part, ord, &map, d).map(|b| Box::new(b) as Box<dyn Backend>)
+                        // The device's layers in slabs (each filled, uploaded and dropped:
+                        // the host holds a slab a device, never a device's whole share); the
+                        // census' counts give its particles and its fullest layer, in or
+                        // next to its slice, for its buffers' headroom.
+                        let count = |l: i32| c.counts.get(l as usize).copied().unwrap_or(0);
+                        let n = (lo..hi).map(count).sum::<u64>() as usize;
+                        let reach = map.halo + surge_core::decomp::MAX_MOVE + 1;
+                        let layer = (lo - reach..hi + reach).map(count).max().unwrap_or(0) as usize;
+                        // An eighth of the share at least: a slab of layers along the split
+                        // axis walks the fill's rows along it up to its end, so fewer slabs
+                        // walk less (the host holds 2 bytes a particle of the share more).
+                        let slab = slab_override().unwrap_or(SLAB_PARTICLES.max(n as u64 / 8));
+                        let slabs = slabs_of(&c.counts, lo..hi, slab);
+                        CudaBackend::streamed_in_team(&case, ord, n, layer, &map, d, |put| {
+                            slabs.into_iter().try_for_each(|r| put(&fill_layers(&case, &grid, &c, r)))
+                        })
+                        .map(|b| Box::new(b) as Box<dyn Backend>)
                     }) as Loader
                 }
             }
@@ -397,6 +437,19 @@ fn ords_of(r: &Resolved) -> Vec<usize> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_share_is_cut_into_slabs_of_its_layers() {
+        use super::slabs_of;
+        let counts = [5, 5, 5, 5, 20, 1, 1, 0];
+        // Runs of at most 10 particles, a layer of more alone; the share's layers only.
+        assert_eq!(slabs_of(&counts, 0..8, 10), vec![0..2, 2..4, 4..5, 5..8]);
+        assert_eq!(slabs_of(&counts, 3..6, 10), vec![3..4, 4..5, 5..6]);
+        assert_eq!(slabs_of(&counts, 0..8, 1000), vec![0..8]);
+        // Every layer in exactly one slab, in order.
+        let all: Vec<i32> = slabs_of(&counts, 1..7, 7).into_iter().flatten().collect();
+        assert_eq!(all, (1..7).collect::<Vec<_>>());
+    }
     use super::*;
 
     /// The slabs of [`fill_in_slabs`] together are the whole fill: every particle once, with

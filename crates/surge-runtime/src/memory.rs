@@ -11,9 +11,10 @@
 //! --backend cpu` on the 3D dam break (0.08 to 0.73 M particles): 230 bytes a particle over a
 //! fixed 16 MB, against 245 + 16 MB estimated.
 //!
-//! A GPU holds its particles itself. One GPU alone takes its case in slabs
-//! ([`crate::device::stream_to_gpu`]: at most about [`crate::SLAB_PARTICLES`] filled on the
-//! host at a time); several fill as on the CPU. Uploads and snapshots go through host
+//! A GPU holds its particles itself and takes them in slabs: one GPU alone its case
+//! ([`crate::device::stream_to_gpu`], about [`crate::SLAB_PARTICLES`] filled on the host at
+//! a time), each GPU of several its slice's layers (slabs of that size or an eighth of its
+//! share, whichever is larger). Uploads and snapshots go through host
 //! buffers of [`surge_cuda::HOST_CHUNK`] particles. A run then holds, while it writes, a
 //! frame's snapshot and a checkpoint's state ([`OUTPUT_BYTES`] and the conserved buffers);
 //! `surge bench` writes neither. The peak is the larger of the load and the run.
@@ -67,10 +68,12 @@ pub fn host_needed(case: &Case, gpu: bool, devices: usize, share: f64, writes: b
             + surge_cpu::list_bytes_per_particle(case, &grid, counts(case).fluid, n);
         return Ok(BASE_BYTES + built * FILL_BYTES + (n as f64 * share * per as f64) as u64);
     }
-    // One GPU of one process streams its fill in slabs (cut by the census' weights, so a slab
-    // may exceed its nominal size: twice it is allowed for).
-    let streamed = devices == 1 && share >= 1.0;
-    let filled = if streamed { built.min(2 * crate::SLAB_PARTICLES) } else { built };
+    // Each GPU streams its fill in slabs, its devices at once: one alone slabs of
+    // SLAB_PARTICLES, one of several slabs of its layers, of an eighth of its share at least
+    // (a slab may exceed its nominal size by a layer, or by the census' weights alone: twice
+    // it is allowed for).
+    let slabs = (2 * crate::SLAB_PARTICLES * devices.max(1) as u64).max(if devices > 1 { built / 4 } else { 0 });
+    let filled = built.min(slabs);
     // Per device: the upload's images (72 bytes a particle, 88 with wall normals) and the
     // pinned snapshot buffers (56), of one chunk each (at most the device's particles).
     let state = set.and(BufferSet::conserved()).bytes_per_particle() as u64;
