@@ -52,15 +52,18 @@ __device__ __forceinline__ unsigned cell_linear(int cx, int cy, int cz, int wlo)
 // 4 billion cells).
 struct CellTable {
     const unsigned *__restrict__ start;
-    const unsigned char *__restrict__ fluid;
+    unsigned cells;  // the counts' bytes start after cells + 2 words (an offset, not a second
+                     // pointer: a register fewer in the force kernel, which spills at 40)
+    __device__ __forceinline__ unsigned count(unsigned k) const {
+        return reinterpret_cast<const unsigned char *>(start + 2)[4ull * cells + k];
+    }
     __device__ __forceinline__ unsigned begin(unsigned k) const { return start[k]; }
-    __device__ __forceinline__ unsigned mid(unsigned k) const { return start[k] + fluid[k]; }
+    __device__ __forceinline__ unsigned mid(unsigned k) const { return start[k] + count(k); }
     __device__ __forceinline__ unsigned end(unsigned k) const { return start[k + 1]; }
 };
 
 __device__ __forceinline__ CellTable cell_table(const unsigned *cell_start, int wlo, int whi) {
-    const size_t cells = (size_t)(whi - wlo) * (size_t)LAYER_CELLS;
-    return {cell_start, reinterpret_cast<const unsigned char *>(cell_start + cells + 2)};
+    return {cell_start, (unsigned)(whi - wlo) * (unsigned)LAYER_CELLS};
 }
 
 // False when `axis` is the split axis and layer k lies outside the window [wlo, whi)
@@ -430,7 +433,7 @@ template <typename Visit>
 __device__ __forceinline__ void row_particles(const CellTable &t, unsigned k, unsigned kend, bool fluid_only,
                                               float b[3], Visit &&visit) {
     const float step = RA == 0 ? CSX : RA == 1 ? CSY : CSZ;
-    unsigned j = t.begin(k), end = t.end(k), mid = j + t.fluid[k];
+    unsigned j = t.begin(k), end = t.end(k), mid = j + t.count(k);
     unsigned e = fluid_only ? mid : end;
     for (;;) {
         if (j >= e) {
@@ -440,7 +443,7 @@ __device__ __forceinline__ void row_particles(const CellTable &t, unsigned k, un
             // The next cell starts where this one ended: one start and one count to read.
             const unsigned start = end;
             end = t.end(k);
-            mid = start + t.fluid[k];
+            mid = start + t.count(k);
             if (fluid_only) j = start;
             e = fluid_only ? mid : end;
             continue;
