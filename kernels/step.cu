@@ -45,11 +45,24 @@ __device__ __forceinline__ unsigned cell_linear(int cx, int cy, int cz, int wlo)
     return ((unsigned)(c[O0] - wlo) * n[O1] + (unsigned)c[O1]) * n[O2] + (unsigned)c[O2];
 }
 
-// The cell table of the window [wlo, whi) (LAYER_CELLS cells a layer): one bin a cell, its
-// fluid (and buffer) particles first, then its boundary particles, each by id; a fluid count
-// a cell (a byte) after the cells + 2 starts. One bin a cell and a byte of count take 5 bytes
-// a cell where two bins took 8 (and keep the sort's bins under 2^32 for windows of up to
-// 4 billion cells).
+// The cell table of the window [wlo, whi) (LAYER_CELLS cells a layer): a cell's fluid (and
+// buffer) particles first, then its boundary particles, each by id. TABLE_BINS 2 (where
+// twice the whole grid's cells fit in 32-bit keys): two bins a cell, the fluid's and the
+// boundary's, 8 bytes a cell. TABLE_BINS 1 (larger grids: two billion particles on two GPUs
+// put 3 billion cells in one window): one bin a cell and a byte of fluid count after the
+// cells + 2 starts, 5 bytes a cell, at 1.3 % more time a step (the force kernel reads the
+// count apart and spills more: docs/PERFORMANCE.md). The order is the same: results are
+// bitwise equal.
+#if TABLE_BINS == 2
+struct CellTable {
+    const unsigned *__restrict__ start;
+    __device__ __forceinline__ unsigned begin(unsigned k) const { return start[2u * k]; }
+    __device__ __forceinline__ unsigned mid(unsigned k) const { return start[2u * k + 1u]; }
+    __device__ __forceinline__ unsigned end(unsigned k) const { return start[2u * k + 2u]; }
+};
+
+__device__ __forceinline__ CellTable cell_table(const unsigned *cell_start, int, int) { return {cell_start}; }
+#else
 struct CellTable {
     const unsigned *__restrict__ start;
     unsigned cells;  // the counts' bytes start after cells + 2 words (an offset, not a second
@@ -65,6 +78,7 @@ struct CellTable {
 __device__ __forceinline__ CellTable cell_table(const unsigned *cell_start, int wlo, int whi) {
     return {cell_start, (unsigned)(whi - wlo) * (unsigned)LAYER_CELLS};
 }
+#endif
 
 // False when `axis` is the split axis and layer k lies outside the window [wlo, whi)
 // (folds to true on the other axes: O0 is a define).
@@ -165,7 +179,8 @@ extern "C" __global__ void rekey_kernel(int first, int count, int remove, int4 *
 }
 
 // Sort key of every held particle from its stored cell: its linear index in the window
-// (order_bins_kernel puts the fluid bin first within it). After a rebuild's classification the first `held` particles are the ones held
+// (TABLE_BINS 1: order_bins_kernel puts the fluid first within it), or twice that plus one
+// for a boundary particle (TABLE_BINS 2). After a rebuild's classification the first `held` particles are the ones held
 // before it: of those, the copies (outside own_lo..own_hi), the owned particles outside
 // the new window and those removed (cell.w set by rekey_kernel) are dropped: key `bins`, a
 // bin past the cells, so the sort moves them behind the rest and lets them go (no
@@ -191,7 +206,12 @@ extern "C" __global__ void key_kernel(int n, int wlo, int whi, int held, int own
         key[i] = 0;
         return;
     }
+#if TABLE_BINS == 2
+    // Buffer particles (kind 2) share the fluid's bin (surge_core::buffers::Kind::bin).
+    key[i] = 2u * cell_linear(c.x, c.y, c.z, wlo) + (info[i].y == 1u ? 1u : 0u);
+#else
     key[i] = cell_linear(c.x, c.y, c.z, wlo);
+#endif
 }
 
 // First half of a rebuild: of the owned particles first..first+count, count those whose
@@ -322,11 +342,11 @@ extern "C" __global__ void scatter_kernel(int n, const unsigned *key, unsigned s
     if (i < n && key[i] != skip) perm[atomicAdd(&table[key[i] + 1u], 1u)] = (unsigned)i;
 }
 
-// Sort each cell's particles by their kind's bin (fluid and buffer particles first, then
-// boundary: surge_core::buffers::Kind::bin) and global id (insertion sort; cells hold tens
-// of particles), so the order, and with it every sum, is the same from run to run; and
-// count its fluid bin into the table's byte (cell_table), or record a count past 255.
-// Without `fluid` (the mDBC list's order by ghost cell) only the ids are ordered.
+// Sort each bin's particles by their kind's bin (fluid and buffer particles first, then
+// boundary: surge_core::buffers::Kind::bin; with TABLE_BINS 2 a bin holds one of the two)
+// and global id (insertion sort; bins hold tens of particles), so the order, and with it
+// every sum, is the same from run to run; with TABLE_BINS 1 count a cell's fluid into the
+// table's byte (cell_table), or record a count past 255.
 __device__ __forceinline__ unsigned long long bin_order(const uint2 *info, unsigned v) {
     const uint2 in = info[v];
     return ((unsigned long long)(in.y == 1u ? 1u : 0u) << 32) | in.x;
@@ -347,10 +367,12 @@ extern "C" __global__ void order_bins_kernel(unsigned bins, const unsigned *cell
         }
         perm[j] = v;
     }
+#if TABLE_BINS == 1
     unsigned f = 0;
     while (s + f < e && info[perm[s + f]].y != 1u) ++f;
     fluid[b] = (unsigned char)min(f, 255u);
     if (f > 255u) atomicMax(&stats[STAT_CELL_FLUID], f);
+#endif
 }
 
 extern "C" __global__ void gather16_kernel(int n, const unsigned *perm, const uint4 *src, uint4 *dst) {
@@ -433,6 +455,24 @@ template <typename Visit>
 __device__ __forceinline__ void row_particles(const CellTable &t, unsigned k, unsigned kend, bool fluid_only,
                                               float b[3], Visit &&visit) {
     const float step = RA == 0 ? CSX : RA == 1 ? CSY : CSZ;
+#if TABLE_BINS == 2
+    unsigned j = t.begin(k), mid = t.mid(k);
+    unsigned e = fluid_only ? mid : t.end(k);
+    for (;;) {
+        if (j >= e) {
+            if (k == kend) break;
+            ++k;
+            b[RA] -= step;
+            // With every bin, the next cell starts where this one ended.
+            if (fluid_only) j = t.begin(k);
+            mid = t.mid(k);
+            e = fluid_only ? mid : t.end(k);
+            continue;
+        }
+        visit(j, mid, b);
+        ++j;
+    }
+#else
     unsigned j = t.begin(k), end = t.end(k), mid = j + t.count(k);
     unsigned e = fluid_only ? mid : end;
     for (;;) {
@@ -451,6 +491,7 @@ __device__ __forceinline__ void row_particles(const CellTable &t, unsigned k, un
         visit(j, mid, b);
         ++j;
     }
+#endif
 }
 #endif
 

@@ -78,10 +78,11 @@ const STAT_REMOVED: usize = 6;
 /// Index of the most fluid particles of one cell past 255, 0 when none (STAT_CELL_FLUID).
 const STAT_CELL_FLUID: usize = 7;
 
-/// Words of a cell table of `bins` cells: the bins + 2 starts, then a byte a cell of fluid
-/// count (`CellTable` in step.cu).
-fn table_words(bins: usize) -> usize {
-    bins + 2 + bins.div_ceil(4)
+/// Words of a cell table of `bins` bins, `per_cell` a cell ([`crate::compile::table_bins`]):
+/// the bins + 2 starts, and with one bin a cell a byte a cell of fluid count (`CellTable` in
+/// step.cu).
+fn table_words(bins: usize, per_cell: usize) -> usize {
+    bins + 2 + if per_cell == 1 { bins.div_ceil(4) } else { 0 }
 }
 
 /// Particles the per-particle buffers have room for when `n` are held: 30 % headroom plus
@@ -190,8 +191,10 @@ pub struct CudaBackend {
     /// A team's device: the headroom its buffers keep over what it holds, also when a
     /// rebuild grows them ([`team_headroom`]); `None`: [`capacity_for`]'s 30 %.
     headroom: Option<usize>,
-    /// Bins of the cell table (one per cell of the window).
+    /// Bins of the cell table: `per_cell` for each cell of the window.
     bins: usize,
+    /// The cell table's bins a cell ([`crate::compile::table_bins`]).
+    per_cell: usize,
     buffers: BufferSet,
     /// The decomposition of the last rebuild and this device's number in it.
     map: SliceMap,
@@ -230,8 +233,8 @@ pub struct CudaBackend {
     /// Between the halves of a rebuild of several devices: which held particles the sort
     /// drops.
     dropping: Option<Dropping>,
-    /// The cell table: the start of each bin (one a cell), `bins + 2` values built in place
-    /// by the sort, then a byte a cell of fluid count ([`table_words`]).
+    /// The cell table: the start of each bin, `bins + 2` values built in place by the sort,
+    /// and with one bin a cell a byte a cell of fluid count ([`table_words`]).
     cell_start: CudaSlice<u32>,
     scan: Vec<ScanLevel>,
     stats: CudaSlice<u32>,
@@ -420,21 +423,31 @@ pub fn gpu_buffers(case: &Case) -> BufferSet {
 }
 
 /// Device bytes per particle a case holds on a device alone: its buffers ([`gpu_buffers`])
-/// for each particle, and the cell table (a start and a fluid count a cell, 5 bytes; with
-/// mDBC a second table of the cells' starts, which orders its list by ghost cell). In a team the
+/// for each particle, and the cell table (two bins a cell, 8 bytes, or on grids too large for
+/// them a start and a fluid count, 5 bytes: [`crate::compile::table_bins`]; with mDBC a
+/// second table of as many starts, which orders its list by ghost cell). In a team the
 /// buffers grow with headroom (`capacity_for`) at the first rebuild, and the backend reports
 /// what it holds.
 pub fn bytes_per_particle(case: &Case, particles: usize, cells: usize) -> usize {
-    allocated_per_particle(gpu_buffers(case), case.boundary.is_mdbc(), particles, particles, cells)
+    let per_cell = if 2 * cells + 2 <= u32::MAX as usize { 2 } else { 1 };
+    allocated_per_particle(gpu_buffers(case), case.boundary.is_mdbc(), particles, particles, cells, per_cell)
 }
 
 /// Device bytes per particle held when the buffers (`set`; `mdbc`: the case has mDBC's
 /// second table) have room for `cap` particles.
-fn allocated_per_particle(set: BufferSet, mdbc: bool, particles: usize, cap: usize, cells: usize) -> usize {
+fn allocated_per_particle(
+    set: BufferSet,
+    mdbc: bool,
+    particles: usize,
+    cap: usize,
+    cells: usize,
+    per_cell: usize,
+) -> usize {
     let on_gpu = BufferSet(set.0 & !BufferId::Press.bit());
     let n = particles.max(1);
     // The cell table, and with mDBC the table that orders its list by ghost cell.
-    let tables = 4 * table_words(cells) + if mdbc { 4 * (cells + 2) } else { 0 };
+    let bins = per_cell * cells;
+    let tables = 4 * table_words(bins, per_cell) + if mdbc { 4 * (bins + 2) } else { 0 };
     (on_gpu.bytes_per_particle() * cap).div_ceil(n) + tables.div_ceil(n)
 }
 
@@ -616,7 +629,8 @@ impl CudaBackend {
         let (map, me) = team.unwrap_or((&single, 0));
         let (wl, wh) = map.window(me);
         let win = whole.windowed(wl, wh);
-        let bins = win.cell_count();
+        let per_cell = crate::compile::table_bins(&whole);
+        let bins = per_cell * win.cell_count();
         // Sort keys (the cell in the window, and `bins` for the dropped) and the cell table's
         // indices are 32-bit.
         if bins + 2 > u32::MAX as usize {
@@ -631,8 +645,9 @@ impl CudaBackend {
         let buffers = gpu_buffers(case);
         let ctx = CudaContext::new(ordinal).map_err(|e| fail("creating the context", e))?;
         let (free, _) = ctx.mem_get_info().map_err(|e| fail("reading free memory", e))?;
-        let need =
-            allocated_per_particle(buffers, case.boundary.is_mdbc(), n, cap, win.cell_count()) * n.max(1) + (1 << 20);
+        let need = allocated_per_particle(buffers, case.boundary.is_mdbc(), n, cap, win.cell_count(), per_cell)
+            * n.max(1)
+            + (1 << 20);
         fits(need, free, case.dp, case.dim).map_err(|e| format!("GPU {ordinal} ({}): {e}", gpu.name))?;
         let t0 = std::time::Instant::now();
         let compiled = compile(&defines(case, &whole), arch_for(gpu.compute_capability))?;
@@ -710,6 +725,7 @@ impl CudaBackend {
             cap,
             headroom: None,
             bins,
+            per_cell,
             buffers,
             map: map.clone(),
             me: 0,
@@ -745,7 +761,7 @@ impl CudaBackend {
             open_table_host: Vec::new(),
             open_table_sent: Vec::new(),
             open_counters: zeros(4, "open boundary counters")?,
-            cell_start: zeros(table_words(bins), "cell starts")?,
+            cell_start: zeros(table_words(bins, per_cell), "cell starts")?,
             scan: scan_levels(&stream, bins + 2)?,
             stats: up(&STATS_INIT, 0, "stats")?,
             words_host: pinned(&ctx, 8)?,
@@ -912,7 +928,7 @@ impl CudaBackend {
     /// First particle of each layer `ls[k]` of the window, from the cell table, and the
     /// sort's `STAT_CELL_FLUID` (at the host: one word each, 7 layers at most).
     fn layer_starts<const N: usize>(&mut self, ls: [i32; N]) -> Result<([usize; N], u32), String> {
-        let at = ls.map(|l| self.win.layer_start(l));
+        let at = ls.map(|l| self.per_cell * self.win.layer_start(l));
         let mut v: Vec<_> = at.iter().map(|&a| self.cell_start.slice(a..a + 1)).collect();
         v.push(self.stats.slice(STAT_CELL_FLUID..STAT_CELL_FLUID + 1));
         let w = read_words(&self.stream, &self.settled, &mut self.words_host, &v, "reading the cell table")?;
@@ -1191,11 +1207,13 @@ impl CudaBackend {
     /// Last part of a rebuild, once every particle of the window is held: sort, and find the
     /// blocks (copies, edges, inner).
     fn finish_end(&mut self) -> Result<(), Failure> {
-        let bins = self.win.cell_count();
+        let bins = self.per_cell * self.win.cell_count();
         if bins != self.bins {
             self.settle("resizing the cell table")?;
-            self.cell_start =
-                self.stream.alloc_zeros::<u32>(table_words(bins)).map_err(|e| fail("allocating the cell table", e))?;
+            self.cell_start = self
+                .stream
+                .alloc_zeros::<u32>(table_words(bins, self.per_cell))
+                .map_err(|e| fail("allocating the cell table", e))?;
             self.scan = scan_levels(&self.stream, bins + 2)?;
             if self.mdbc_table.is_some() {
                 let table =
@@ -1474,12 +1492,13 @@ impl CudaBackend {
             // SAFETY: argument types match scatter_kernel.
             unsafe { b.launch(cfg(self.n)) }.map_err(|e| fail("scatter_kernel", e))?;
             let bins = self.bins as u32;
-            // The fluid counts: the table's bytes after its bins + 2 starts.
+            // The fluid counts (one bin a cell): the table's bytes after its bins + 2 starts.
             let fluid = self.cell_start.device_ptr(&self.stream).0 + 4 * (self.bins as u64 + 2);
             let mut b = self.stream.launch_builder(&self.k.order_bins);
             b.arg(&bins).arg(&self.cell_start).arg(&mut self.perm).arg(&self.info).arg(&fluid).arg(&mut self.stats);
             // SAFETY: argument types match order_bins_kernel; cell_start has table_words(bins)
-            // words: bins + 2 starts, then a byte for each of the bins cells.
+            // words: bins + 2 starts, then (one bin a cell: the kernel writes them only then)
+            // a byte for each of the bins cells.
             unsafe { b.launch(cfg(self.bins)) }.map_err(|e| fail("order_bins_kernel", e))?;
         }
         // The dropped particles are last (bin `bins`, left unordered): gather the others.
@@ -2000,7 +2019,14 @@ impl Backend for CudaBackend {
     }
 
     fn bytes_per_particle(&self) -> usize {
-        allocated_per_particle(self.buffers, self.mdbc_table.is_some(), self.n, self.cap, self.win.cell_count())
+        allocated_per_particle(
+            self.buffers,
+            self.mdbc_table.is_some(),
+            self.n,
+            self.cap,
+            self.win.cell_count(),
+            self.per_cell,
+        )
     }
 
     fn inner_forces_run_on(&self) -> bool {
@@ -2456,9 +2482,9 @@ mod tests {
         let on_gpu = set.bytes_per_particle() - BufferId::Press.elem_bytes();
         let n = 1_000_000;
         // A device alone: its buffers and the two table words.
-        assert!(allocated_per_particle(set, false, n, n, 0) <= on_gpu + 1);
+        assert!(allocated_per_particle(set, false, n, n, 0, 2) <= on_gpu + 1);
         // In a team: 1.3 times the buffers (plus 1024 particles' worth).
-        let b = allocated_per_particle(set, false, n, capacity_for(n), 0);
+        let b = allocated_per_particle(set, false, n, capacity_for(n), 0, 2);
         assert!(b >= (on_gpu * 13).div_ceil(10) && b <= (on_gpu * 13).div_ceil(10) + 2, "{b} for {on_gpu}");
     }
 }

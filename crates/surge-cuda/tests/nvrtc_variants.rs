@@ -3,7 +3,7 @@
 //! 2 time schemes; and mDBC (no-slip, free slip) with each kernel, viscosity, dimension and
 //! neighbour traversal (`gpu.traversal`; the 2D base is periodic along the key's fastest
 //! axis, where `ranges` falls back to `cells`), its values in the velocity buffer (walls at
-//! rest) or, with a force gauge, in their own.
+//! rest) or, with a force gauge, in their own; and the cell table of one bin a cell.
 //! NVRTC must be present where `CI` or `SURGE_REQUIRE_NVRTC` is set (CI installs the
 //! nvidia-cuda-nvrtc wheel); elsewhere the test says it skipped.
 
@@ -132,7 +132,25 @@ fn every_kernel_specialisation_compiles() {
             }
         }
     }
+    // The cell table of one bin a cell (grids past 2^31 cells; forced here).
+    std::env::set_var("SURGE_CUDA_TABLE_BINS", "1");
+    for base in [BASE_2D, BASE_3D] {
+        for (boundary, traversal) in [("dbc", "cells"), ("dbc", "ranges"), ("mdbc", "ranges")] {
+            let o: Vec<String> =
+                [format!("physics.boundary={{kind=\"{boundary}\"}}"), format!("gpu.traversal=\"{traversal}\"")].into();
+            let case = Case::from_str(base, &o).unwrap_or_else(|e| panic!("{e}"));
+            let grid = Grid::new(&case, case.split_axis()).unwrap();
+            let d = defines(&case, &grid);
+            assert_eq!(d["TABLE_BINS"], "1");
+            let c = compile(&d, "compute_90").unwrap_or_else(|e| panic!("{o:?}: {e}"));
+            for k in ["forces_kernel", "order_bins_kernel", "gauge_sums_kernel", "boundary_loads_kernel"] {
+                assert!(c.ptx.contains(&format!(".entry {k}")), "{k} missing for {o:?}");
+            }
+            count += 1;
+        }
+    }
+    std::env::remove_var("SURGE_CUDA_TABLE_BINS");
     let _ = std::fs::remove_dir_all(&cache);
     println!("{count} specialisations compiled in {:.1} s", t0.elapsed().as_secs_f64());
-    assert_eq!(count, 192 + 48);
+    assert_eq!(count, 192 + 48 + 6);
 }
