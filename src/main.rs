@@ -402,7 +402,8 @@ fn cmd_check(
     let set = BufferSet::for_case(&case);
     let cpu_bpp = surge_cpu::bytes_per_particle(set, n, grid.cell_count())
         + surge_cpu::list_bytes_per_particle(&case, &grid, fluid as u64, n as u64);
-    let gpu_bpp = surge_cuda::bytes_per_particle(&case, n, grid.cell_count());
+    let gpu_bpp = surge_cuda::bytes_per_particle(&case, n)
+        .map_err(|e| Failure(EXIT_BAD_INPUT, format!("{}: {e}", path.display())))?;
     let visc = match case.viscosity {
         Viscosity::Artificial { alpha } => format!("artificial (alpha {alpha})"),
         Viscosity::Laminar { nu } => format!("laminar (nu {nu} m²/s)"),

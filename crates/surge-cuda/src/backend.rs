@@ -428,9 +428,18 @@ pub fn gpu_buffers(case: &Case) -> BufferSet {
 /// second table of as many starts, which orders its list by ghost cell). In a team the
 /// buffers grow with headroom (`capacity_for`) at the first rebuild, and the backend reports
 /// what it holds.
-pub fn bytes_per_particle(case: &Case, particles: usize, cells: usize) -> usize {
-    let per_cell = if 2 * cells + 2 <= u32::MAX as usize { 2 } else { 1 };
-    allocated_per_particle(gpu_buffers(case), case.boundary.is_mdbc(), particles, particles, cells, per_cell)
+/// On the GPU's grid ([`crate::grid_for`]: half-support cells, finer than the CPU's).
+pub fn bytes_per_particle(case: &Case, particles: usize) -> Result<usize, String> {
+    let grid = crate::grid_for(case)?;
+    let per_cell = crate::compile::table_bins(&grid);
+    Ok(allocated_per_particle(
+        gpu_buffers(case),
+        case.boundary.is_mdbc(),
+        particles,
+        particles,
+        grid.cell_count(),
+        per_cell,
+    ))
 }
 
 /// Device bytes per particle held when the buffers (`set`; `mdbc`: the case has mDBC's
