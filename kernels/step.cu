@@ -411,11 +411,11 @@ extern "C" __global__ void gather8_kernel(int n, const unsigned *perm, const uin
 #define TRAVERSAL 0
 #endif
 #define RA (DIM == 3 ? O2 : O1)
-#if TRAVERSAL >= 1 && ((RA == 0 && PERX) || (RA == 1 && PERY) || (RA == 2 && PERZ))
-#error "TRAVERSAL 1 (ranges) or 2 (pencil) along a periodic axis: rows do not wrap"
+#if TRAVERSAL == 1 && ((RA == 0 && PERX) || (RA == 1 && PERY) || (RA == 2 && PERZ))
+#error "TRAVERSAL 1 (ranges) along a periodic axis: rows do not wrap"
 #endif
 
-#if TRAVERSAL >= 1
+#if TRAVERSAL == 1
 // Calls row(k, kend, b) for each row of the stencil of cell c (point at offset p from its
 // centre): the row's cells are k..kend (linear indices, consecutive along RA, clipped to the
 // grid), b the point's offset from the centre of cell k. The rows go in the order of O0,
@@ -495,12 +495,12 @@ __device__ __forceinline__ void row_particles(const CellTable &t, unsigned k, un
 }
 #endif
 
-// One candidate j of particle i's sum (b: i's offset from the centre of j's cell), at pj4
-// (its position offset and mass, read by the caller).
-__device__ __forceinline__ void force_candidate_at(float4 pj4, unsigned j, unsigned mid, float bx, float by, float bz,
-                                                   bool fluid, const PairParticle &pi, const float4 *__restrict__ vel,
-                                                   const float4 *__restrict__ wall, const float4 *__restrict__ mdbc,
-                                                   Accum &acc) {
+// One candidate j of particle i's sum (b: i's offset from the centre of j's cell).
+__device__ __forceinline__ void force_candidate(unsigned j, unsigned mid, float bx, float by, float bz, bool fluid,
+                                                const PairParticle &pi, const float4 *__restrict__ pos,
+                                                const float4 *__restrict__ vel, const float4 *__restrict__ wall,
+                                                const float4 *__restrict__ mdbc, Accum &acc) {
+    const float4 pj4 = pos[j];
     const float3 r = v3(bx - pj4.x, by - pj4.y, bz - pj4.z);
     const float r2 = norm2(r);
     if (r2 < SUPPORT2 && r2 > 0.0f) {
@@ -536,164 +536,6 @@ __device__ __forceinline__ void force_candidate_at(float4 pj4, unsigned j, unsig
     }
 }
 
-__device__ __forceinline__ void force_candidate(unsigned j, unsigned mid, float bx, float by, float bz, bool fluid,
-                                                const PairParticle &pi, const float4 *__restrict__ pos,
-                                                const float4 *__restrict__ vel, const float4 *__restrict__ wall,
-                                                const float4 *__restrict__ mdbc, Accum &acc) {
-    force_candidate_at(pos[j], j, mid, bx, by, bz, fluid, pi, vel, wall, mdbc, acc);
-}
-
-#if TRAVERSAL == 2
-// The pencil traversal (issue 16; after Algis et al., "Efficient GPU implementation of
-// particle interactions with cutoff radius and few particles per cell": X-pencil loads into
-// shared memory). A block whose particles all lie in one row of cells along RA (sorted by
-// cell, they are consecutive cells of it; a block across rows walks as TRAVERSAL 1) takes
-// each of its stencil's 25 neighbour rows (5 in 2D) as one segment: the cells from R before
-// its first particle's cell to R after its last one's, read once into shared memory by the
-// block, tile by tile (PENCIL_TILE particles, one coalesced load a thread), instead of by
-// every lane from L1. Each lane walks its own cells of the tile as TRAVERSAL 1 does (a
-// resumable walk, RowWalk), in the same order: the sums are bitwise TRAVERSAL 1's.
-#define PENCIL_TILE 256
-
-// TRAVERSAL 1's walk of one row (row_particles), paused at `limit` and resumed.
-struct RowWalk {
-    unsigned k, kend, j, mid, e;
-    bool done;
-    __device__ __forceinline__ void start(const CellTable &t, unsigned k0, unsigned k1, bool fluid_only, bool on) {
-        k = k0, kend = k1, done = !on;
-        j = t.begin(k), mid = t.mid(k);
-        e = fluid_only ? mid : t.end(k);
-    }
-    template <typename Visit>
-    __device__ __forceinline__ void run(const CellTable &t, bool fluid_only, float b[3], unsigned limit,
-                                        Visit &&visit) {
-        const float step = RA == 0 ? CSX : RA == 1 ? CSY : CSZ;
-        while (!done) {
-            if (j >= e) {
-                if (k == kend) {
-                    done = true;
-                    break;
-                }
-                ++k;
-                b[RA] -= step;
-                if (fluid_only) j = t.begin(k);
-                mid = t.mid(k);
-                e = fluid_only ? mid : t.end(k);
-                continue;
-            }
-            if (j >= limit) break;
-            visit(j, mid, b);
-            ++j;
-        }
-    }
-};
-#endif
-
-// The force pass's result for particle i (fluid: its acceleration with the body force;
-// otherwise its density rate only), and the stats' maxima of the fluid.
-__device__ __forceinline__ void force_out(int i, bool fluid, const Accum &acc, float4 *__restrict__ force,
-                                          float4 *__restrict__ shift, float &acc_norm, float &visc_max) {
-    if (fluid) {
-        float3 a = acc.acc + v3(GX, GY, GZ);
-        force[i] = make_float4(a.x, a.y, a.z, acc.drho * INV_RHO0);
-        acc_norm = sqrtf(norm2(a));
-        visc_max = acc.visc_max;
-    } else {
-        force[i] = make_float4(0.0f, 0.0f, 0.0f, acc.drho * INV_RHO0);
-    }
-#if SHIFT
-    shift[i] = make_float4(acc.grad_c.x, acc.grad_c.y, acc.grad_c.z, acc.div_r);
-#endif
-}
-
-#if TRAVERSAL == 2
-// The force pass with the pencil traversal (above); the particles first..first+count, as
-// the kernel of the other traversals below.
-extern "C" __global__ void __launch_bounds__(256, FORCES_MIN_BLOCKS) forces_kernel(int first, int count, int wlo, int whi, const float4 *__restrict__ pos, const float4 *__restrict__ vel,
-                                         const int4 *__restrict__ cell, const uint2 *__restrict__ info,
-                                         const float4 *__restrict__ wall, const float4 *__restrict__ mdbc,
-                                         const unsigned *__restrict__ cell_start,
-                                         float4 *__restrict__ force, float4 *__restrict__ shift, unsigned *stats) {
-    const int t = blockIdx.x * blockDim.x + threadIdx.x;
-    const int i = first + t;
-    float acc_norm = 0.0f, visc_max = 0.0f;
-    {
-        __shared__ float4 tile[PENCIL_TILE];
-        __shared__ int s_row[2], s_lo, s_hi;
-        const bool active = t < count;
-        float4 p4 = make_float4(0.0f, 0.0f, 0.0f, 0.0f), v4 = p4;
-        int4 ci = make_int4(0, 0, 0, 0);
-        bool fluid = false, sums = false;
-        if (active) {
-            p4 = pos[i], v4 = vel[i], ci = cell[i];
-            const unsigned kind = info[i].y;
-            fluid = kind == 0u;
-            sums = fluid || (!MDBC && kind == 1u);
-        }
-        PairParticle pi = {xyz(v4), RHO0 * (1.0f + v4.w), pressure_of(v4.w), p4.w};
-        Accum acc = {v3(0.0f, 0.0f, 0.0f), 0.0f, 0.0f, v3(0.0f, 0.0f, 0.0f), 0.0f};
-        const CellTable table = cell_table(cell_start, wlo, whi);
-        const int c[3] = {ci.x, ci.y, ci.z};
-        const float p[3] = {p4.x, p4.y, p4.z};
-        // The block's row, its first particle's (the launch covers count: thread 0 is active)
-        // and lowest cell along RA; its highest from every lane.
-        if (threadIdx.x == 0) s_row[0] = c[O0], s_row[1] = c[O1], s_lo = c[RA], s_hi = c[RA];
-        __syncthreads();
-        if (active) atomicMax(&s_hi, c[RA]);
-        const bool same = !active || (c[O0] == s_row[0] && (DIM == 2 || c[O1] == s_row[1]));
-        if (!__syncthreads_and(same)) {
-            // Across rows: each lane its own rows.
-            if (sums)
-                stencil_rows(c, p, wlo, whi, [&](unsigned k, unsigned kend, float b[3]) {
-                    row_particles(table, k, kend, !fluid, b, [&](unsigned j, unsigned mid, const float b[3]) {
-                        force_candidate(j, mid, b[0], b[1], b[2], fluid, pi, pos, vel, wall, mdbc, acc);
-                    });
-                });
-        } else {
-            const int n[3] = {NX, NY, NZ};
-            const bool per[3] = {PERX, PERY, PERZ};
-            const float cs[3] = {CSX, CSY, CSZ};
-            // The block's first particle has its lowest cell: the particles are sorted by cell.
-            const int x0 = max(s_lo - R, 0), x1 = min(s_hi + R, n[RA] - 1);
-            const int lo = max(-R, -c[RA]), hi = min(R, n[RA] - 1 - c[RA]);
-            const int ua = O0, wa = DIM == 3 ? O1 : O2, wr = DIM == 3 ? R : 0;
-            // The same rows in the same order as stencil_rows (the block shares c[ua], c[wa]).
-            for (int du = -R; du <= R; ++du) {
-                int cu;
-                if (!neighbour_axis(s_row[0], du, n[ua], per[ua], cu) || !in_window(ua, cu, wlo, whi)) continue;
-                for (int dw = -wr; dw <= wr; ++dw) {
-                    int cw;
-                    const int rw = DIM == 3 ? s_row[1] : 0;
-                    if (!neighbour_axis(rw, dw, n[wa], per[wa], cw) || !in_window(wa, cw, wlo, whi)) continue;
-                    int cc[3];
-                    cc[ua] = cu, cc[wa] = cw, cc[RA] = 0;
-                    const unsigned kr = cell_linear(cc[0], cc[1], cc[2], wlo);
-                    const unsigned seg0 = table.begin(kr + (unsigned)x0), seg1 = table.end(kr + (unsigned)x1);
-                    float b[3];
-                    b[ua] = p[ua] - (float)du * cs[ua];
-                    b[wa] = p[wa] - (float)dw * cs[wa];
-                    b[RA] = p[RA] - (float)lo * cs[RA];
-                    RowWalk w;
-                    w.start(table, kr + (unsigned)(c[RA] + lo), kr + (unsigned)(c[RA] + hi), !fluid, sums && hi >= lo);
-                    for (unsigned base = seg0; base < seg1; base += PENCIL_TILE) {
-                        __syncthreads();  // the last tile's readers are done
-                        const unsigned at = base + threadIdx.x;
-                        if (at < seg1) tile[threadIdx.x] = pos[at];
-                        __syncthreads();
-                        const unsigned limit = min(base + PENCIL_TILE, seg1);
-                        w.run(table, !fluid, b, limit, [&](unsigned j, unsigned mid, const float bb[3]) {
-                            force_candidate_at(tile[j - base], j, mid, bb[0], bb[1], bb[2], fluid, pi, vel, wall, mdbc,
-                                               acc);
-                        });
-                    }
-                }
-            }
-        }
-        if (active) force_out(i, fluid, acc, force, shift, acc_norm, visc_max);
-    }
-    block_max2(acc_norm, visc_max, stats, STAT_ACC, STAT_VISC);
-}
-#else
 // The particles first..first+count only (a part of the owned range: the edges or the
 // inner particles); neighbours are any held particle in the window [wlo, whi), whose
 // pressures come from their densities here (no pressure buffer to fill beforehand).
@@ -748,11 +590,20 @@ extern "C" __global__ void __launch_bounds__(256, FORCES_MIN_BLOCKS) forces_kern
             }
         }
 #endif
-        force_out(i, fluid, acc, force, shift, acc_norm, visc_max);
+        if (fluid) {
+            float3 a = acc.acc + v3(GX, GY, GZ);
+            force[i] = make_float4(a.x, a.y, a.z, acc.drho * INV_RHO0);
+            acc_norm = sqrtf(norm2(a));
+            visc_max = acc.visc_max;
+        } else {
+            force[i] = make_float4(0.0f, 0.0f, 0.0f, acc.drho * INV_RHO0);
+        }
+#if SHIFT
+        shift[i] = make_float4(acc.grad_c.x, acc.grad_c.y, acc.grad_c.z, acc.div_r);
+#endif
     }
     block_max2(acc_norm, visc_max, stats, STAT_ACC, STAT_VISC);
 }
-#endif
 
 // ---- ghost nodes (mDBC walls and open boundaries) ------------------------------------
 

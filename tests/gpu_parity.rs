@@ -31,7 +31,7 @@ fn cuda_matches_cpu_on_every_config() {
         names.retain(|n| only.split(',').any(|o| o == n));
     }
     // Each config with each neighbour traversal of the GPU (the CPU's run is the same).
-    for (name, traversal) in names.iter().flat_map(|n| ["cells", "ranges", "pencil"].map(|t| (n.clone(), t))) {
+    for (name, traversal) in names.iter().flat_map(|n| ["cells", "ranges"].map(|t| (n.clone(), t))) {
         let case = case(&name, &[&format!("gpu.traversal={traversal}")]);
         let name = format!("{name} {traversal}");
         let mut cpu = sim_on(&case, BackendChoice::Cpu, 0);

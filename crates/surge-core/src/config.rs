@@ -131,9 +131,6 @@ pub enum Traversal {
     Cells,
     /// A row of the stencil's cells along the key's fastest axis as one range of particles.
     Ranges,
-    /// As `ranges`, each row's particles for a block's lanes read once into shared memory
-    /// (X-pencil loads, after Algis et al.): a block whose particles lie in one row.
-    Pencil,
 }
 
 impl Traversal {
@@ -144,7 +141,7 @@ impl Traversal {
         match self {
             Traversal::Auto if dim == 3 && !fast_axis_periodic => Traversal::Ranges,
             Traversal::Auto => Traversal::Cells,
-            Traversal::Ranges | Traversal::Pencil if fast_axis_periodic => Traversal::Cells,
+            Traversal::Ranges if fast_axis_periodic => Traversal::Cells,
             t => t,
         }
     }

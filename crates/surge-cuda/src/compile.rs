@@ -192,7 +192,6 @@ pub fn defines(case: &Case, grid: &Grid) -> BTreeMap<&'static str, String> {
     }
     let traversal = match traversal(case, grid) {
         Traversal::Ranges => "1",
-        Traversal::Pencil => "2",
         _ => "0",
     };
     d.insert("TRAVERSAL", traversal.into());
@@ -213,14 +212,10 @@ pub fn traversal(case: &Case, grid: &Grid) -> Traversal {
 /// log of a run and `surge check` print it).
 pub fn traversal_note(case: &Case, grid: &Grid) -> String {
     let t = traversal(case, grid);
-    let name = match t {
-        Traversal::Ranges => "ranges",
-        Traversal::Pencil => "pencil",
-        _ => "cells",
-    };
+    let name = if t == Traversal::Ranges { "ranges" } else { "cells" };
     match case.traversal {
         Traversal::Auto => format!("{name} (auto: ranges in 3D, cells in 2D)"),
-        asked if asked != t => format!("{name} (ranges and pencil need walls along the cell key's fastest axis)"),
+        asked if asked != t => format!("{name} (ranges need walls along the cell key's fastest axis)"),
         _ => name.to_string(),
     }
 }
