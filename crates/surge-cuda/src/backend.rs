@@ -422,13 +422,12 @@ pub fn gpu_buffers(case: &Case) -> BufferSet {
     BufferSet(set)
 }
 
-/// Device bytes per particle a case holds on a device alone: its buffers ([`gpu_buffers`])
-/// for each particle, and the cell table (two bins a cell, 8 bytes, or on grids too large for
-/// them a start and a fluid count, 5 bytes: [`crate::compile::table_bins`]; with mDBC a
-/// second table of as many starts, which orders its list by ghost cell). In a team the
-/// buffers grow with headroom (`capacity_for`) at the first rebuild, and the backend reports
-/// what it holds.
-/// On the GPU's grid ([`crate::grid_for`]: half-support cells, finer than the CPU's).
+/// Device bytes per particle a case holds on a device alone, on the GPU's grid
+/// ([`crate::grid_for`]: half-support cells, finer than the CPU's): its buffers
+/// ([`gpu_buffers`]) for each particle, and the cell table (two bins a cell, 8 bytes, or on
+/// grids too large for them a start and a fluid count, 5 bytes: [`crate::compile::table_bins`];
+/// with mDBC a second table of as many starts, which orders its list by ghost cell). A team's
+/// device also keeps headroom ([`team_headroom`]) and reports what it holds.
 pub fn bytes_per_particle(case: &Case, particles: usize) -> Result<usize, String> {
     let grid = crate::grid_for(case)?;
     let per_cell = crate::compile::table_bins(&grid);
