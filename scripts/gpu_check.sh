@@ -17,6 +17,8 @@ run() { # name, command...
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$logs/gpu.txt"
 run info "$bin/surge" info
 run parity "$bin/gpu_parity" --ignored --nocapture --test-threads 1
+# The cell table of one bin a cell (what grids past 2^31 cells take): the same parity.
+run parity_one_bin env SURGE_CUDA_TABLE_BINS=1 "$bin/gpu_parity" --ignored --nocapture --test-threads 1 --skip a_case_streamed
 for t in physics_channel_flows physics_hydrostatic physics_taylor_green physics_dam_break physics_loads determinism motion bodies open; do
     [ -x "$bin/$t" ] && run "cuda_$t" env SURGE_TEST_BACKEND=cuda "$bin/$t" --nocapture --test-threads 1
 done

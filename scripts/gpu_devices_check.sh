@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Several GPUs in one process: on a host with 2 or more NVIDIA GPUs and the binaries built
 # here (scripts/build_for_gpu.sh), check that N GPUs give bitwise the particles of 1 GPU
-# (the decomposition tests on the CUDA backend), then measure strong scaling (fixed
+# (the decomposition tests on the CUDA backend, also streamed in small slabs with the one-bin
+# cell table), then measure strong scaling (fixed
 # ~34 M particles on 1, 2, 4 GPUs, load balancer on and off) and weak scaling (~17.7 M per
 # GPU, the tank widened with the GPU count) on the SPHERIC 3D dam break. Prints a table last.
 # Usage: scripts/gpu_devices_check.sh [BIN_DIR] [LOG_DIR]   (STEPS=100 timed steps)
@@ -20,6 +21,10 @@ check() { # name, command...
     grep -E "^test |test result" "$logs/$name.log" | tail -n 12
 }
 [ -x "$bin/decomposition" ] && check cuda_decomposition env SURGE_TEST_BACKEND=cuda "$bin/decomposition" --nocapture --test-threads 1
+# Each device streaming its layers in slabs of 3000 particles, and the cell table of one bin
+# a cell: still bitwise one device.
+[ -x "$bin/decomposition" ] && check cuda_decomposition_slabs env SURGE_SLAB_PARTICLES=3000 SURGE_CUDA_TABLE_BINS=1 \
+    SURGE_TEST_BACKEND=cuda "$bin/decomposition" --nocapture --test-threads 1
 [ -x "$bin/devices" ] && check cuda_devices env SURGE_REQUIRE_GPU=1 "$bin/devices" --nocapture --test-threads 1
 [ -x "$bin/peer_copy" ] && [ "$ngpu" -ge 2 ] && check peer_copy "$bin/peer_copy" --nocapture
 [ "${SKIP_BENCH:-0}" = 1 ] && { printf '%s\n' "${status[@]}"; exit 0; }
