@@ -1537,8 +1537,11 @@ impl CudaBackend {
             stats,
             dummy,
             dummy_out,
+            bins,
             ..
         } = self;
+        // The table's fluid counts (one bin a cell; unread with two): after its bins + 2 starts.
+        let fluid = cell_start.device_ptr(stream).0 + 4 * (*bins as u64 + 2);
         let mut b = stream.launch_builder(&k.forces);
         b.arg(&first).arg(&count).arg(&wlo).arg(&whi);
         b.arg(&*pos).arg(&*vel).arg(&*cell).arg(&*info).arg(wall.as_ref().unwrap_or(dummy));
@@ -1547,9 +1550,10 @@ impl CudaBackend {
             Some(s) => b.arg(s),
             None => b.arg(dummy_out),
         };
-        b.arg(stats);
+        b.arg(stats).arg(&fluid);
         // SAFETY: argument types match forces_kernel; first + count <= n; optional buffers
-        // are read only when their option is compiled in.
+        // are read only when their option is compiled in; `fluid` lies in `cell_start`'s
+        // allocation (table_words) with one bin a cell, the only layout that reads it.
         unsafe { b.launch(cfg(range.len())) }.map_err(|e| fail("forces_kernel", e))?;
         Ok(())
     }
