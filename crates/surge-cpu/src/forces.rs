@@ -124,6 +124,15 @@ pub(crate) struct NeighbourSearch {
 }
 
 impl NeighbourSearch {
+    /// Whether the AVX2 loops run: the processor has them ([`crate::lanes::avx2`]) and the
+    /// scalar ones are not asked for.
+    pub(crate) fn avx2(&self) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        return !self.scalar && crate::lanes::avx2();
+        #[cfg(not(target_arch = "x86_64"))]
+        false
+    }
+
     /// Memory per particle (the boxes, a few bytes per cell, are left out).
     pub(crate) const BYTES_PER_PARTICLE: usize = 12;
 
@@ -444,7 +453,7 @@ impl WithPhysics for Pass<'_> {
                     let (pos, cell, info) = (&a.pos, &a.cell, &a.info);
                     let search = &*search;
                     #[cfg(target_arch = "x86_64")]
-                    let avx2 = !search.scalar && crate::lanes::avx2();
+                    let avx2 = search.avx2();
                     // The entries of particle i's candidates (`r² < r2`, j ≠ i) appended to
                     // `entries`, after making `stencil` the stencil of its cell.
                     let candidates = |i: usize,
@@ -492,7 +501,7 @@ impl WithPhysics for Pass<'_> {
         // the formula sets they implement), else the scalar ones: the same bits either way.
         #[cfg(target_arch = "x86_64")]
         let (avx2, lane_physics) = {
-            let avx2 = !search.scalar && crate::lanes::avx2();
+            let avx2 = search.avx2();
             (avx2, if avx2 { crate::lanes::LanePhysics::of(&ph, eos) } else { None })
         };
         #[cfg(target_arch = "x86_64")]

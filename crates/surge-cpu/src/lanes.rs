@@ -464,11 +464,7 @@ unsafe fn lanes_of(
         let p = _mm256_i32gather_ps::<4>(pj.press.as_ptr(), idx);
         // rho = rho0 (1 + d).
         let rho = _mm256_mul_ps(_mm256_set1_ps(pj.rho0), _mm256_add_ps(_mm256_set1_ps(1.0), dj));
-        // Wendland C2: q = |r| / h, t = 1 - q/2, f = a_f t³ (0 from q = 2).
-        let q = _mm256_mul_ps(_mm256_sqrt_ps(r2), _mm256_set1_ps(lp.inv_h));
-        let t = _mm256_sub_ps(_mm256_set1_ps(1.0), _mm256_mul_ps(_mm256_set1_ps(0.5), q));
-        let f = _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(lp.a_f), t), t), t);
-        let f = _mm256_andnot_ps(_mm256_cmp_ps::<_CMP_GE_OQ>(q, _mm256_set1_ps(2.0)), f);
+        let Wendland { f, .. } = wendland(r2, lp.inv_h, lp.a_f);
         let vi = [_mm256_set1_ps(pi.vel.x), _mm256_set1_ps(pi.vel.y), _mm256_set1_ps(pi.vel.z)];
         let (vx, vy, vz) = (_mm256_sub_ps(vi[0], vjx), _mm256_sub_ps(vi[1], vjy), _mm256_sub_ps(vi[2], vjz));
         let (wx, wy, wz) = if lp.mdbc {
@@ -506,6 +502,27 @@ unsafe fn lanes_of(
 }
 
 /// `(a.x b.x + a.y b.y) + a.z b.z`, as `V3::dot`.
+/// Wendland C2 on eight lanes at `r²` (twin of `surge_core::physics::kernel`'s
+/// `wendland_c2_w` and `wendland_c2_f`, the same float operations lane by lane): `q = |r| / h`,
+/// `t = 1 - q/2`, the lanes with `q >= 2` (outside the support), and the gradient factor
+/// `f = a_f t³`, 0 outside. The force pass's pairs and the mDBC ghost sums share it.
+pub(crate) struct Wendland {
+    pub(crate) q: __m256,
+    pub(crate) t: __m256,
+    pub(crate) beyond: __m256,
+    pub(crate) f: __m256,
+}
+
+#[target_feature(enable = "avx2,popcnt")]
+#[inline]
+pub(crate) fn wendland(r2: __m256, inv_h: f32, a_f: f32) -> Wendland {
+    let q = _mm256_mul_ps(_mm256_sqrt_ps(r2), _mm256_set1_ps(inv_h));
+    let t = _mm256_sub_ps(_mm256_set1_ps(1.0), _mm256_mul_ps(_mm256_set1_ps(0.5), q));
+    let f = _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(a_f), t), t), t);
+    let beyond = _mm256_cmp_ps::<_CMP_GE_OQ>(q, _mm256_set1_ps(2.0));
+    Wendland { q, t, beyond, f: _mm256_andnot_ps(beyond, f) }
+}
+
 #[target_feature(enable = "avx2,popcnt")]
 #[inline]
 fn dot(ax: __m256, ay: __m256, az: __m256, bx: __m256, by: __m256, bz: __m256) -> __m256 {
@@ -905,19 +922,20 @@ pub(crate) unsafe fn fluid_pairs_listed(
             };
         }
         // Every switch a constant of the loop: 3 x 2 x 2 versions.
-        match (lp.diffusion, lp.shifting, lp.three_d) {
-            (NO_DIFFUSION, false, false) => with!(NO_DIFFUSION, false, false),
-            (NO_DIFFUSION, false, true) => with!(NO_DIFFUSION, false, true),
-            (NO_DIFFUSION, true, false) => with!(NO_DIFFUSION, true, false),
-            (NO_DIFFUSION, true, true) => with!(NO_DIFFUSION, true, true),
-            (MOLTENI, false, false) => with!(MOLTENI, false, false),
-            (MOLTENI, false, true) => with!(MOLTENI, false, true),
-            (MOLTENI, true, false) => with!(MOLTENI, true, false),
-            (MOLTENI, true, true) => with!(MOLTENI, true, true),
-            (_, false, false) => with!(FOURTAKAS, false, false),
-            (_, false, true) => with!(FOURTAKAS, false, true),
-            (_, true, false) => with!(FOURTAKAS, true, false),
-            (_, true, true) => with!(FOURTAKAS, true, true),
+        macro_rules! switches {
+            ($d:ident) => {
+                match (lp.shifting, lp.three_d) {
+                    (false, false) => with!($d, false, false),
+                    (false, true) => with!($d, false, true),
+                    (true, false) => with!($d, true, false),
+                    (true, true) => with!($d, true, true),
+                }
+            };
+        }
+        match lp.diffusion {
+            NO_DIFFUSION => switches!(NO_DIFFUSION),
+            MOLTENI => switches!(MOLTENI),
+            _ => switches!(FOURTAKAS),
         }
     }
 }

@@ -382,10 +382,7 @@ impl Backend for CpuBackend {
                 if self.case.boundary.is_mdbc() {
                     let CpuBackend { case, consts, grid, a, cell_start, pool, mdbc_range, search, .. } = self;
                     let range = mdbc_range.clone();
-                    #[cfg(target_arch = "x86_64")]
-                    let simd = !search.scalar && lanes::avx2();
-                    #[cfg(not(target_arch = "x86_64"))]
-                    let simd = false;
+                    let simd = search.avx2();
                     pool.install(|| mdbc::mdbc(case, consts, grid, cell_start, a, range, simd));
                 }
                 let [l, r] = self.edges.clone();

@@ -116,7 +116,10 @@ pub(crate) fn ghost_sums<K: SmoothingKernel, const DIM: usize>(
             hits.r.iter_mut().chain([&mut hits.r2]).for_each(|v| v.clear());
             fluid_within(stencil, pos, og, consts.support2, &take, |j, r, r2| {
                 hits.j.push(j as u32);
-                (hits.r[0].push(r.x), hits.r[1].push(r.y), hits.r[2].push(r.z), hits.r2.push(r2));
+                hits.r[0].push(r.x);
+                hits.r[1].push(r.y);
+                hits.r[2].push(r.z);
+                hits.r2.push(r2);
             });
             let [inv_h, a_w, a_f] = kernel.constants();
             // SAFETY: AVX2 (`at.simd`); the hits index the particle arrays.
@@ -176,6 +179,7 @@ fn fluid_within(
 #[cfg(target_arch = "x86_64")]
 mod simd {
     use super::Hits;
+    use crate::lanes::{wendland, Wendland};
     use std::arch::x86_64::*;
     use surge_core::physics::mdbc::GhostSums;
 
@@ -185,8 +189,8 @@ mod simd {
     /// d))`, `d` and its velocity, the same float operations in the same order lane by lane.
     ///
     /// # Safety
-    /// AVX2; every hit's j indexes `pos` and `vel`.
-    #[target_feature(enable = "avx2")]
+    /// AVX2 and POPCNT (`crate::lanes::avx2`); every hit's j indexes `pos` and `vel`.
+    #[target_feature(enable = "avx2,popcnt")]
     pub(super) unsafe fn sums<const DIM: usize>(
         hits: &Hits,
         pos: &[[f32; 4]],
@@ -221,18 +225,15 @@ mod simd {
                 let m = _mm256_setr_ps(p(0)[3], p(1)[3], p(2)[3], p(3)[3], p(4)[3], p(5)[3], p(6)[3], p(7)[3]);
                 ([c(0), c(1), c(2), c(3)], m)
             };
-            // |r|, q = |r| / h; w = a_w t² t² (2q + 1), F = a_f t t t, t = 1 - q/2; 0 from q = 2.
-            let q = _mm256_mul_ps(_mm256_sqrt_ps(r2), f(inv_h));
-            let beyond = _mm256_cmp_ps::<_CMP_GE_OQ>(q, f(2.0));
-            let t = _mm256_sub_ps(f(1.0), _mm256_mul_ps(f(0.5), q));
+            // The gradient factor F (0 from q = 2) as the force pass takes it; and the value
+            // w = a_w t² t² (2q + 1), t = 1 - q/2, 0 from q = 2.
+            let Wendland { q, t, beyond, f: fk } = wendland(r2, inv_h, a_f);
             let t2 = _mm256_mul_ps(t, t);
             let w = _mm256_mul_ps(
                 _mm256_mul_ps(_mm256_mul_ps(f(a_w), t2), t2),
                 _mm256_add_ps(_mm256_mul_ps(f(2.0), q), f(1.0)),
             );
             let w = _mm256_andnot_ps(beyond, w);
-            let fk = _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(f(a_f), t), t), t);
-            let fk = _mm256_andnot_ps(beyond, fk);
             // vol = m / (rho0 (1 + d)).
             let d = vj[3];
             let vol = _mm256_div_ps(mj, _mm256_mul_ps(f(rho0), _mm256_add_ps(f(1.0), d)));

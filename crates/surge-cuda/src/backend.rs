@@ -99,8 +99,15 @@ pub fn capacity_for(n: usize) -> usize {
 /// bytes a particle where a device alone takes 109); a small one keeps the 30 %. A rebuild
 /// that needs more grows the buffers by as much again ([`CudaBackend::ensure_capacity`]).
 pub fn team_headroom(n: usize, layer: usize, halo: usize) -> usize {
-    let layers = 2 * (halo + surge_core::decomp::MAX_MOVE as usize + 1) * layer;
+    let layers = 2 * headroom_layers(halo) * layer;
     (layers + n.div_ceil(50) + 1024).min(capacity_for(n) - n)
+}
+
+/// The layers a side a team's device keeps room for ([`team_headroom`]): its halo's copies and
+/// the load balancer's moves of a rebuild, and one more; `layer` is the fullest of those
+/// within this reach of its slice.
+pub fn headroom_layers(halo: usize) -> usize {
+    halo + surge_core::decomp::MAX_MOVE as usize + 1
 }
 
 struct Kernels {
@@ -933,14 +940,17 @@ impl CudaBackend {
         Ok(BadParticle { id, pos, reason })
     }
 
-    /// First particle of each layer `ls[k]` of the window, from the cell table, and the
-    /// sort's `STAT_CELL_FLUID` (at the host: one word each, 7 layers at most).
-    fn layer_starts<const N: usize>(&mut self, ls: [i32; N]) -> Result<([usize; N], u32), String> {
+    /// First particle of each of the six layers `ls[k]` of the window, from the cell table,
+    /// and the sort's `STAT_CELL_FLUID` (at the host: one word each, one wait).
+    fn layer_starts(&mut self, ls: [i32; 6]) -> Result<([usize; 6], u32), String> {
         let at = ls.map(|l| self.per_cell * self.win.layer_start(l));
-        let mut v: Vec<_> = at.iter().map(|&a| self.cell_start.slice(a..a + 1)).collect();
-        v.push(self.stats.slice(STAT_CELL_FLUID..STAT_CELL_FLUID + 1));
+        let (table, stats) = (&self.cell_start, &self.stats);
+        let v: [_; 7] = std::array::from_fn(|k| match at.get(k) {
+            Some(&a) => table.slice(a..a + 1),
+            None => stats.slice(STAT_CELL_FLUID..STAT_CELL_FLUID + 1),
+        });
         let w = read_words(&self.stream, &self.settled, &mut self.words_host, &v, "reading the cell table")?;
-        Ok((std::array::from_fn(|j| w[j] as usize), w[N]))
+        Ok((std::array::from_fn(|j| w[j] as usize), w[6]))
     }
 
     /// The copies from a side.

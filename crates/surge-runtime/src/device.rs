@@ -392,7 +392,7 @@ pub fn simulation_on(case: &Case, req: &DeviceRequest, cluster: Arc<dyn Cluster>
                         // next to its slice, for its buffers' headroom.
                         let count = |l: i32| c.counts.get(l as usize).copied().unwrap_or(0);
                         let n = (lo..hi).map(count).sum::<u64>() as usize;
-                        let reach = map.halo + surge_core::decomp::MAX_MOVE + 1;
+                        let reach = surge_cuda::headroom_layers(map.halo.max(0) as usize) as i32;
                         let layer = (lo - reach..hi + reach).map(count).max().unwrap_or(0) as usize;
                         // An eighth of the share at least: a slab of layers along the split
                         // axis walks the fill's rows along it up to its end, so fewer slabs
