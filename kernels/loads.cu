@@ -29,7 +29,7 @@ __device__ float3 fluid_load(int i, float4 p4, float4 v4, int4 ci, int wlo, int 
                              const float4 *vel, const float4 *wall, const float4 *mdbc,
                              const unsigned *cell_start, const double *b, const double *table, int nbodies,
                              const uint2 *info) {
-    PairParticle pb = {xyz(v4), RHO0 * (1.0f + v4.w), pressure_of(v4.w), p4.w};
+    PairParticle pb = {xyz(v4), RHO0 * (1.0f + v4.w), pressure_of(v4.w), MASS};
 #if VISC == 2 && !MDBC
     const float4 wb = wall[i];
 #else
@@ -64,7 +64,7 @@ __device__ float3 fluid_load(int i, float4 p4, float4 v4, int4 ci, int wlo, int 
                     if (j < mid) {
                         if (r2 < SUPPORT2 && r2 > 0.0f) {
                             const float4 vj4 = vel[j];
-                            PairParticle pf = {xyz(vj4), RHO0 * (1.0f + vj4.w), pressure_of(vj4.w), pj4.w};
+                            PairParticle pf = {xyz(vj4), RHO0 * (1.0f + vj4.w), pressure_of(vj4.w), MASS};
                             load_pair(r, r2, pb, pf, wb, mb, f);
                         }
                         continue;
@@ -94,7 +94,7 @@ __device__ float3 fluid_load(int i, float4 p4, float4 v4, int4 ci, int wlo, int 
 // particles held in the window [wlo, whi), in stencil then storage order, as forces_kernel.
 extern "C" __global__ void boundary_loads_kernel(int first, int count, int wlo, int whi, int nranges,
                                                  const unsigned *ranges, const float4 *pos, const float4 *vel,
-                                                 const int4 *cell, const uint2 *info, const float4 *wall,
+                                                 const uint2 *info, const float4 *wall,
                                                  const float4 *mdbc, const unsigned *cell_start, unsigned capacity, unsigned *counter,
                                                  unsigned *out) {
     const int t = blockIdx.x * blockDim.x + threadIdx.x;
@@ -106,7 +106,7 @@ extern "C" __global__ void boundary_loads_kernel(int first, int count, int wlo, 
     for (int k = 0; k < nranges; ++k) wanted = wanted || (in.x >= ranges[2 * k] && in.x < ranges[2 * k + 1]);
     if (!wanted) return;
     const float4 p4 = pos[i];
-    const int4 ci = cell[i];
+    const int4 ci = cell_coords(p4.w);
     const float3 f = fluid_load(i, p4, vel[i], ci, wlo, whi, pos, vel, wall, mdbc, cell_start, nullptr, nullptr, 0, info);
     if (f.x == 0.0f && f.y == 0.0f && f.z == 0.0f) return;
     const unsigned e = atomicAdd(counter, 1u);
@@ -137,7 +137,7 @@ extern "C" __global__ void boundary_loads_kernel(int first, int count, int wlo, 
 // with one atomic each: integer sums, the same in any order.
 extern "C" __global__ void body_loads_kernel(int first, int count, int wlo, int whi, int nbodies,
                                              const double *__restrict__ table, const float4 *pos, const float4 *vel,
-                                             const int4 *cell, const uint2 *info, const float4 *wall,
+                                             const uint2 *info, const float4 *wall,
                                              const float4 *mdbc, const unsigned *cell_start,
                                              unsigned long long *out) {
     const int t = blockIdx.x * blockDim.x + threadIdx.x;
@@ -152,7 +152,7 @@ extern "C" __global__ void body_loads_kernel(int first, int count, int wlo, int 
         }
         if (body >= 0) {
             const float4 p4 = pos[i];
-            const int4 ci = cell[i];
+            const int4 ci = cell_coords(p4.w);
             const double *b = table + 8 + BODY_WORDS * body;
             const float3 f = fluid_load(i, p4, vel[i], ci, wlo, whi, pos, vel, wall, mdbc, cell_start, b, table, nbodies, info);
             const int c[3] = {ci.x, ci.y, ci.z};

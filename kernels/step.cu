@@ -4,9 +4,10 @@
 //
 // Buffers (n particles held, sorted by key after each rebuild; a device holds copies of
 // its neighbours' edge layers before and after the particles it owns):
-//   pos  float4[n]  offset from the cell centre (xyz), mass (w)
+//   pos  float4[n]  offset from the cell centre (xyz), the cell (w: the bits of its linear
+//                   index on the whole grid, CELL_REMOVED for a particle the sort drops;
+//                   cell_coords, cell_word). Every particle's mass is the case's, MASS.
 //   vel  float4[n]  velocity (xyz), relative density rho/rho0 - 1 (w)
-//   cell int4[n]    cell coordinates
 //   info uint2[n]   global id, kind (0 fluid, 1 boundary, 2 buffer of an open boundary)
 //   vel_prev, pos_prev, force, wall, shift, mdbc float4[n]: as in surge_core::buffers
 //   cell_start: the cell table of the window, cells + 2 uint starts (cell k's particles in
@@ -43,6 +44,31 @@ __device__ __forceinline__ unsigned cell_linear(int cx, int cy, int cz, int wlo)
     const int c[3] = {cx, cy, cz};
     const unsigned n[3] = {NX, NY, NZ};
     return ((unsigned)(c[O0] - wlo) * n[O1] + (unsigned)c[O1]) * n[O2] + (unsigned)c[O2];
+}
+
+// A particle's cell is kept in its pos.w: the bits of the cell's linear index on the whole
+// grid (cell_linear from layer 0; compile.rs refuses grids of 2^32 - 1 cells or more), or
+// CELL_REMOVED for a particle that left the domain or flowed out, which the next sort drops.
+// The host's twins: backend.rs, cell_word and cell_of_word.
+#define CELL_REMOVED 0xffffffffu
+
+__device__ __forceinline__ float cell_word(int cx, int cy, int cz) {
+    return __uint_as_float(cell_linear(cx, cy, cz, 0));
+}
+
+__device__ __forceinline__ float removed_word() { return __uint_as_float(CELL_REMOVED); }
+
+// The cell coordinates of a pos.w (w = 1 for a removed particle, else 0).
+__device__ __forceinline__ int4 cell_coords(float word) {
+    const unsigned g = __float_as_uint(word);
+    if (g == CELL_REMOVED) return make_int4(0, 0, 0, 1);
+    const unsigned n[3] = {NX, NY, NZ};
+    int c[3];
+    const unsigned t = g / n[O2];
+    c[O2] = (int)(g - t * n[O2]);
+    c[O0] = (int)(t / n[O1]);
+    c[O1] = (int)(t - (unsigned)c[O0] * n[O1]);
+    return make_int4(c[0], c[1], c[2], 0);
 }
 
 // The cell table of the window [wlo, whi) (LAYER_CELLS cells a layer): a cell's fluid (and
@@ -129,17 +155,17 @@ __device__ void block_max2(float a, float b, unsigned *stats, int ia, int ib) {
 // Move the particles first..first+count to the cells that hold them (wrapping periodic
 // axes, on the whole grid); a particle outside the domain or not finite keeps its cell. With
 // `remove`, a fluid particle whose position is finite but outside the domain is marked
-// (cell.w = 1: the classification and the sort drop it) and counted; any other records its
+// (pos.w = CELL_REMOVED: the classification and the sort drop it) and counted; any other records its
 // id (the rebuild fails). grid.rekey and surge-cpu's sort::rekey are the twins.
-extern "C" __global__ void rekey_kernel(int first, int count, int remove, int4 *cell, float4 *pos,
-                                        const uint2 *info, unsigned *stats) {
+extern "C" __global__ void rekey_kernel(int first, int count, int remove, float4 *pos, const uint2 *info,
+                                        unsigned *stats) {
     int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= count) return;
     int i = first + t;
-    int4 c = cell[i];
+    const float4 p = pos[i];
+    const int4 c = cell_coords(p.w);
     // Marked by open_rebuild_kernel: it flowed out, the sort drops it.
     if (c.w != 0) return;
-    float4 p = pos[i];
     int cc[3] = {c.x, c.y, c.z};
     float off[3] = {p.x, p.y, p.z};
     const float cs[3] = {CSX, CSY, CSZ};
@@ -162,7 +188,7 @@ extern "C" __global__ void rekey_kernel(int first, int count, int remove, int4 *
         if (!ok) {
             const bool finite = isfinite(p.x) && isfinite(p.y) && isfinite(p.z);
             if (remove && finite && info[i].y == 0u) {
-                cell[i].w = 1;
+                pos[i].w = removed_word();
                 atomicAdd(&stats[STAT_REMOVED], 1u);
             } else {
                 atomicMin(&stats[STAT_BAD_ID], info[i].x);
@@ -171,24 +197,23 @@ extern "C" __global__ void rekey_kernel(int first, int count, int remove, int4 *
         }
         cc[a] = (int)ca;
     }
-    cell[i] = make_int4(cc[0], cc[1], cc[2], 0);
-    pos[i] = make_float4(off[0], off[1], off[2], p.w);
+    pos[i] = make_float4(off[0], off[1], off[2], cell_word(cc[0], cc[1], cc[2]));
 }
 
 // Sort key of every held particle from its stored cell: its linear index in the window
 // (TABLE_BINS 1: order_bins_kernel puts the fluid first within it), or twice that plus one
 // for a boundary particle (TABLE_BINS 2). After a rebuild's classification the first `held` particles are the ones held
 // before it: of those, the copies (outside own_lo..own_hi), the owned particles outside
-// the new window and those removed (cell.w set by rekey_kernel) are dropped: key `bins`, a
+// the new window and those removed (CELL_REMOVED, set by rekey_kernel) are dropped: key `bins`, a
 // bin past the cells, so the sort moves them behind the rest and lets them go (no
 // compaction pass). Any other particle whose
 // split-axis layer lies outside the window [wlo, whi) records its id (key 0, never used:
 // the rebuild fails).
 extern "C" __global__ void key_kernel(int n, int wlo, int whi, int held, int own_lo, int own_hi, unsigned bins,
-                                      const int4 *cell, const uint2 *info, unsigned *key, unsigned *stats) {
+                                      const float4 *pos, const uint2 *info, unsigned *key, unsigned *stats) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    const int4 c = cell[i];
+    const int4 c = cell_coords(pos[i].w);
     if (i < held && (i < own_lo || i >= own_hi || c.w != 0)) {
         key[i] = bins;
         return;
@@ -212,18 +237,18 @@ extern "C" __global__ void key_kernel(int n, int wlo, int whi, int held, int own
 }
 
 // First half of a rebuild: of the owned particles first..first+count, count those whose
-// split-axis layer is outside the new window [lo, hi) or that were removed (cell.w set by
-// rekey_kernel) (they leave; counters[0]; a removed one goes nowhere), list those
+// split-axis layer is outside the new window [lo, hi) or that were removed (CELL_REMOVED,
+// set by rekey_kernel) (they leave; counters[0]; a removed one goes nowhere), list those
 // in the left neighbour's window [llo, lhi) at the front of send[] and those in the right
 // neighbour's window [rlo, rhi) at its back (the two windows never overlap: slices are at
 // least 2 halo thick), counting them in counters[1] and counters[2]. The order is
 // arbitrary: the receiver sorts by cell, kind and id.
 extern "C" __global__ void classify_kernel(int first, int count, int lo, int hi, int llo, int lhi, int rlo,
-                                           int rhi, const int4 *cell, unsigned *send, unsigned *counters) {
+                                           int rhi, const float4 *pos, unsigned *send, unsigned *counters) {
     int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= count) return;
     const unsigned i = (unsigned)(first + t);
-    const int4 c = cell[i];
+    const int4 c = cell_coords(pos[i].w);
     const int cc[3] = {c.x, c.y, c.z};
     const int l = cc[O0];
     if (c.w != 0) {
@@ -485,9 +510,9 @@ __device__ __forceinline__ void force_candidate(unsigned j, unsigned mid, float 
         // A wall particle's velocity buffer holds its mDBC values (mdbc_kernel); its own
         // velocity is zero (compile.rs, mdbc_in_vel).
         const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        PairParticle pj = {j < mid ? xyz(vj4) : xyz(zero), RHO0 * (1.0f + vj4.w), pressure_of(vj4.w), pj4.w};
+        PairParticle pj = {j < mid ? xyz(vj4) : xyz(zero), RHO0 * (1.0f + vj4.w), pressure_of(vj4.w), MASS};
 #else
-        PairParticle pj = {xyz(vj4), RHO0 * (1.0f + vj4.w), pressure_of(vj4.w), pj4.w};
+        PairParticle pj = {xyz(vj4), RHO0 * (1.0f + vj4.w), pressure_of(vj4.w), MASS};
 #endif
         if (fluid) {
 #if !MDBC_IN_VEL
@@ -516,7 +541,7 @@ __device__ __forceinline__ void force_candidate(unsigned j, unsigned mid, float 
 // inner particles); neighbours are any held particle in the window [wlo, whi), whose
 // pressures come from their densities here (no pressure buffer to fill beforehand).
 extern "C" __global__ void __launch_bounds__(256, FORCES_MIN_BLOCKS) forces_kernel(int first, int count, int wlo, int whi, const float4 *__restrict__ pos, const float4 *__restrict__ vel,
-                                         const int4 *__restrict__ cell, const uint2 *__restrict__ info,
+                                         const uint2 *__restrict__ info,
                                          const float4 *__restrict__ wall, const float4 *__restrict__ mdbc,
                                          const unsigned *__restrict__ cell_start,
                                          float4 *__restrict__ force, float4 *__restrict__ shift, unsigned *stats,
@@ -527,9 +552,9 @@ extern "C" __global__ void __launch_bounds__(256, FORCES_MIN_BLOCKS) forces_kern
     if (t < count) {
         const float4 p4 = pos[i];
         const float4 v4 = vel[i];
-        const int4 ci = cell[i];
+        const int4 ci = cell_coords(p4.w);
         const bool fluid = info[i].y == 0u;
-        PairParticle pi = {xyz(v4), RHO0 * (1.0f + v4.w), pressure_of(v4.w), p4.w};
+        PairParticle pi = {xyz(v4), RHO0 * (1.0f + v4.w), pressure_of(v4.w), MASS};
         Accum acc = {v3(0.0f, 0.0f, 0.0f), 0.0f, 0.0f, v3(0.0f, 0.0f, 0.0f), 0.0f};
         // mDBC: a boundary particle's density comes from mdbc_kernel; it sums nothing here
         // (an empty loop: force 0, density rate 0).
@@ -630,7 +655,7 @@ __device__ __forceinline__ void ghost_sums(float3 og, int4 c, int wlo, int whi, 
         if (r2 < SUPPORT2) {
             const float q = sqrtf(r2);
             const float4 vj4 = vel[j];
-            const float vol = pj4.w / (RHO0 * (1.0f + vj4.w));
+            const float vol = MASS / (RHO0 * (1.0f + vj4.w));
             ghost_add(s, r, KERNEL_W(q), r * KERNEL_F(q), vol, vj4.w, xyz(vj4));
         }
     };
@@ -701,8 +726,8 @@ extern "C" __global__ void mdbc_list_kernel(int first, int count, const float4 *
 // value, as each entry writes only its own particle.
 extern "C" __global__ void mdbc_ghost_key_kernel(int count, const unsigned *__restrict__ listed,
                                                  const unsigned *__restrict__ list, int wlo, int whi, unsigned dummy,
-                                                 const float4 *__restrict__ pos, const int4 *__restrict__ cell,
-                                                 const float4 *__restrict__ wall, unsigned *__restrict__ gkey) {
+                                                 const float4 *__restrict__ pos, const float4 *__restrict__ wall,
+                                                 unsigned *__restrict__ gkey) {
     const unsigned t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= (unsigned)count) return;
     if (t >= *listed) {
@@ -711,10 +736,11 @@ extern "C" __global__ void mdbc_ghost_key_kernel(int count, const unsigned *__re
     }
     const int i = (int)list[t];
     float3 og = v3(0.0f, 0.0f, 0.0f);
-    ghost_offset(xyz(pos[i]), wall[i], 2.0f * H, og);  // true: the list holds only those
+    const float4 p4 = pos[i];
+    ghost_offset(xyz(p4), wall[i], 2.0f * H, og);  // true: the list holds only those
     int cg[3];
     float o[3];
-    ghost_cell(og, cell[i], cg, o);
+    ghost_cell(og, cell_coords(p4.w), cg, o);
     const int n[3] = {NX, NY, NZ};
     for (int a = 0; a < 3; ++a) {
         const int lo = a == O0 ? wlo : 0, hi = a == O0 ? whi : n[a];
@@ -740,7 +766,7 @@ extern "C" __global__ void mdbc_ghost_key_kernel(int count, const unsigned *__re
 extern "C" __global__ void __launch_bounds__(256, MDBC_MIN_BLOCKS)
     mdbc_kernel(const unsigned *__restrict__ list, const unsigned *__restrict__ order,
                 const unsigned *__restrict__ listed, int wlo, int whi, const float4 *__restrict__ pos, float4 *vel,
-                const int4 *__restrict__ cell, const float4 *__restrict__ wall,
+                const float4 *__restrict__ wall,
                 const unsigned *__restrict__ cell_start, float4 *__restrict__ mdbc) {
     const unsigned t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= *listed) return;
@@ -749,7 +775,7 @@ extern "C" __global__ void __launch_bounds__(256, MDBC_MIN_BLOCKS)
     float3 og;
     if (!ghost_offset(xyz(p4), w4, 2.0f * H, og)) return;  // not listed
     GhostSums s;
-    ghost_sums<false>(og, cell[i], wlo, whi, pos, vel, nullptr, cell_start, s);
+    ghost_sums<false>(og, cell_coords(p4.w), wlo, whi, pos, vel, nullptr, cell_start, s);
 #if MDBC_IN_VEL
     // The wall is at rest: its velocity is zero, and its velocity buffer takes the mDBC
     // values (the update puts them back to zero).
@@ -819,7 +845,7 @@ __device__ __forceinline__ double open_profile(const double *z, const double x[3
 // from the fluid at its ghost node, its mirror image across the plane (OpenZone::state).
 // Reads only fluid entries of vel and writes only buffer entries.
 extern "C" __global__ void open_kernel(int first, int count, int wlo, int whi, const float4 *__restrict__ pos,
-                                       float4 *vel, const int4 *__restrict__ cell, const uint2 *__restrict__ info,
+                                       float4 *vel, const uint2 *__restrict__ info,
                                        const unsigned *__restrict__ cell_start, const double *__restrict__ table,
                                        int nz) {
     const int t = blockIdx.x * blockDim.x + threadIdx.x;
@@ -827,7 +853,7 @@ extern "C" __global__ void open_kernel(int first, int count, int wlo, int whi, c
     const int i = first + t;
     if (info[i].y != 2u) return;
     const float4 p4 = pos[i], v4 = vel[i];
-    const int4 ci = cell[i];
+    const int4 ci = cell_coords(p4.w);
     double x[3];
     open_absolute(table, ci, p4, x);
     const int k = open_zone_of(table, nz, x);
@@ -867,20 +893,20 @@ extern "C" __global__ void open_kernel(int first, int count, int wlo, int whi, c
 // A rebuild's first step at the planes (surge_core::open::action; crates/surge-cpu/src/
 // open.rs, rebuild), over the owned particles first..first+count. Counting pass (write 0):
 // counters[0] gets the particles the inlets will make, nothing changes. Writing pass: kinds
-// change in place, an outflowing particle is marked (cell.w = 1, counters[1]; the rekey
+// change in place, an outflowing particle is marked (CELL_REMOVED, counters[1]; the rekey
 // leaves it and the sort drops it), and each inlet particle that entered the fluid becomes
 // fluid and puts a new buffer particle at n + counters[0] (room must exist), `layers dp`
 // upstream, id + columns * layers (counters[2]: the lowest id past 2^32, else 0xffffffff).
 extern "C" __global__ void open_rebuild_kernel(int first, int count, int n, int write, float4 *pos, float4 *vel,
-                                               int4 *cell, uint2 *info, float4 *vel_prev, int has_wall, float4 *wall,
+                                               uint2 *info, float4 *vel_prev, int has_wall, float4 *wall,
                                                const double *__restrict__ table, int nz, unsigned *counters) {
     const int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= count) return;
     const int i = first + t;
     const uint2 in = info[i];
     if (in.y == 1u) return;
-    const int4 c = cell[i];
     const float4 p4 = pos[i];
+    const int4 c = cell_coords(p4.w);
     double x[3];
     open_absolute(table, c, p4, x);
     // 0 keep, 1 to fluid, 2 to buffer, 3 remove, 4 spawn.
@@ -911,7 +937,7 @@ extern "C" __global__ void open_rebuild_kernel(int first, int count, int n, int 
     if (act == 1 || act == 4) info[i].y = 0u;
     if (act == 2) info[i].y = 2u;
     if (act == 3) {
-        cell[i].w = 1;
+        pos[i].w = removed_word();
         atomicAdd(&counters[1], 1u);
     }
     if (act == 4) {
@@ -924,7 +950,6 @@ extern "C" __global__ void open_rebuild_kernel(int first, int count, int n, int 
         pos[slot] = make_float4(o[0], o[1], o[2], p4.w);
         vel[slot] = vel[i];
         vel_prev[slot] = vel_prev[i];
-        cell[slot] = c;
         if (has_wall) wall[slot] = wall[i];
         info[slot] = make_uint2((unsigned)id, 2u);
     }
@@ -974,7 +999,7 @@ __device__ const double damping_zones[DAMPING][6] = DAMPING_ZONES;
 // Damping zones (DAMPING) scale fluid velocities at full updates (surge_core::motion::Damping).
 extern "C" __global__ void update_kernel(int n, int which, float dt, float4 *pos, float4 *vel, float4 *vel_prev,
                                          float4 *pos_prev, const float4 *force, const uint2 *info, const float4 *shift,
-                                         unsigned *stats, const int4 *cell, float4 *wall, float4 *mdbc, int nmoves,
+                                         unsigned *stats, float4 *wall, float4 *mdbc, int nmoves,
                                          const double *moves) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     float disp = 0.0f, speed = 0.0f;
@@ -1029,7 +1054,7 @@ extern "C" __global__ void update_kernel(int n, int which, float dt, float4 *pos
         const double *mv = fluid ? nullptr : solid_move(info[i].x, nmoves, moves);
         if (mv) {
             const float3 b = which == UPDATE_CORRECTOR ? xyz(pos_prev[i]) : x;
-            const int4 c = cell[i];
+            const int4 c = cell_coords(p4.w);
             const double q[3] = {mv[2] + (double)c.x * mv[5], mv[3] + (double)c.y * mv[6], mv[4] + (double)c.z * mv[7]};
             const double sv[3] = {q[0] + (double)b.x, q[1] + (double)b.y, q[2] + (double)b.z};
             double r[3];
@@ -1041,7 +1066,7 @@ extern "C" __global__ void update_kernel(int n, int which, float dt, float4 *pos
 #endif
 #if DAMPING
         if (fluid && which != UPDATE_PREDICTOR) {
-            const int4 c = cell[i];
+            const int4 c = cell_coords(p4.w);
             float f = 1.0f;
             for (int z = 0; z < DAMPING; ++z) {
                 const double *dz = damping_zones[z];
@@ -1125,7 +1150,7 @@ extern "C" __global__ void gauge_sums_kernel(int points, int wlo, int whi, const
                     const double r2 = rx * rx + ry * ry + rz * rz;
                     if (r2 >= (double)SUPPORT2) continue;
                     const float dj = vel[j].w;
-                    const double vol = (double)pj.w / ((double)RHO0 * (1.0 + (double)dj));
+                    const double vol = (double)MASS / ((double)RHO0 * (1.0 + (double)dj));
                     const double w = (double)KERNEL_W((float)sqrt(r2)) * vol;
                     w_sum += w;
                     pw_sum += w * (double)pressure_of(dj);
@@ -1139,13 +1164,13 @@ extern "C" __global__ void gauge_sums_kernel(int points, int wlo, int whi, const
 // `below`, of the particles first..first+count (the owned ones); coordinates relative to
 // the domain origin, as order-preserving float bits.
 extern "C" __global__ void front_kernel(int first, int count, int axis, double below_rel, const float4 *pos,
-                                        const int4 *cell, const uint2 *info, unsigned long long *out) {
+                                        const uint2 *info, unsigned long long *out) {
     int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= count) return;
     int i = first + t;
     if (info[i].y != 0u) return;
     const float4 p = pos[i];
-    const int4 c = cell[i];
+    const int4 c = cell_coords(p.w);
     const double cs[3] = {CSX, CSY, CSZ};
     const double x[3] = {((double)c.x + 0.5) * cs[0] + (double)p.x, ((double)c.y + 0.5) * cs[1] + (double)p.y,
                          ((double)c.z + 0.5) * cs[2] + (double)p.z};

@@ -78,6 +78,43 @@ const STAT_REMOVED: usize = 6;
 /// Index of the most fluid particles of one cell past 255, 0 when none (STAT_CELL_FLUID).
 const STAT_CELL_FLUID: usize = 7;
 
+/// The GPU keeps a particle's cell in its pos.w: the bits of the cell's linear index on the
+/// whole grid `g` ([`Grid::linear`]), `CELL_REMOVED` (all ones) for a particle the next sort
+/// drops; every particle's mass is the case's (`MASS`). The host's state keeps the cell and
+/// the mass apart: [`to_device_pos`] and [`to_host_pos`] convert at the upload and the export.
+/// A grid of `u32::MAX` cells or more is refused ([`CudaBackend::new`]).
+fn cell_word(g: &Grid, c: [i32; 4]) -> u32 {
+    g.linear([c[0], c[1], c[2]]) as u32
+}
+
+/// The cell of a pos.w word ([`cell_word`]); a removed particle's (never exported) is read
+/// as the grid's last cell.
+fn cell_of_word(g: &Grid, w: u32) -> [i32; 4] {
+    let [a, b, f] = g.order;
+    let (nb, nf) = (g.n[b] as u64, g.n[f] as u64);
+    let w = w as u64;
+    let mut c = [0i32; 4];
+    c[f] = (w % nf) as i32;
+    c[b] = ((w / nf) % nb) as i32;
+    c[a] = (w / nf / nb) as i32 + g.window.0;
+    c
+}
+
+/// Host positions (offset, mass) and cells to the GPU's positions (offset, cell word).
+fn to_device_pos(g: &Grid, pos: &mut [[f32; 4]], cell: &[[i32; 4]]) {
+    for (p, c) in pos.iter_mut().zip(cell) {
+        p[3] = f32::from_bits(cell_word(g, *c));
+    }
+}
+
+/// The GPU's positions back to the host's (offset, `mass`), with their cells.
+fn to_host_pos(g: &Grid, mass: f32, pos: &mut [[f32; 4]], cell: &mut [[i32; 4]]) {
+    for (p, c) in pos.iter_mut().zip(cell) {
+        *c = cell_of_word(g, p[3].to_bits());
+        p[3] = mass;
+    }
+}
+
 /// Words of a cell table of `bins` bins, `per_cell` a cell ([`crate::compile::table_bins`]):
 /// the bins + 2 starts, and with one bin a cell a byte a cell of fluid count (`CellTable` in
 /// step.cu).
@@ -222,7 +259,6 @@ pub struct CudaBackend {
     mdbc_table: Option<(CudaSlice<u32>, Vec<ScanLevel>)>,
     pos: CudaSlice<u32>,
     vel: CudaSlice<u32>,
-    cell: CudaSlice<u32>,
     info: CudaSlice<u32>,
     vel_prev: CudaSlice<u32>,
     pos_prev: Option<CudaSlice<u32>>,
@@ -260,7 +296,6 @@ pub struct CudaBackend {
     nmoves: i32,
     host_pos: PinnedHostSlice<u32>,
     host_vel: PinnedHostSlice<u32>,
-    host_cell: PinnedHostSlice<u32>,
     host_info: PinnedHostSlice<u32>,
     /// The edges' force values for the neighbours, per side (Force values, then Shift
     /// values), copied as soon as the edge forces are done.
@@ -422,7 +457,8 @@ fn segment_words(per: usize, m: usize) -> usize {
 /// where it is used) and, where the mDBC values live in the velocity buffer
 /// ([`crate::compile::mdbc_in_vel`]), the mDBC buffer.
 pub fn gpu_buffers(case: &Case) -> BufferSet {
-    let mut set = BufferSet::for_case(case).0 & !BufferId::Press.bit();
+    // The cell lives in pos.w ([`cell_word`]), the mass is the case's.
+    let mut set = BufferSet::for_case(case).0 & !BufferId::Press.bit() & !BufferId::Cell.bit();
     if crate::compile::mdbc_in_vel(case) {
         set &= !BufferId::Mdbc.bit();
     }
@@ -647,7 +683,14 @@ impl CudaBackend {
         let per_cell = crate::compile::table_bins(&whole);
         let bins = per_cell * win.cell_count();
         // Sort keys (the cell in the window, and `bins` for the dropped) and the cell table's
-        // indices are 32-bit.
+        // indices are 32-bit, and so is a cell word ([`cell_word`]) on the whole grid.
+        if whole.cell_count() >= u32::MAX as usize {
+            return Err(format!(
+                "the grid has {} cells: the GPU numbers at most {} (a coarser dp or a smaller domain)",
+                whole.cell_count(),
+                u32::MAX as usize - 1
+            ));
+        }
         if bins + 2 > u32::MAX as usize {
             return Err(format!(
                 "the grid has {} cells{}: the GPU's cell table holds at most {} (a coarser dp, a smaller domain{})",
@@ -755,7 +798,6 @@ impl CudaBackend {
             },
             pos: zeros(4 * cap, "positions")?,
             vel: zeros(4 * cap, "velocities")?,
-            cell: zeros(4 * cap, "cells")?,
             info: zeros(2 * cap, "ids")?,
             vel_prev: zeros(4 * cap, "velocities")?,
             pos_prev: optional(BufferId::PosPrev, "step-start positions")?,
@@ -790,7 +832,6 @@ impl CudaBackend {
             nmoves: 0,
             host_pos: pinned(&ctx, 4 * cap.min(HOST_CHUNK))?,
             host_vel: pinned(&ctx, 4 * cap.min(HOST_CHUNK))?,
-            host_cell: pinned(&ctx, 4 * cap.min(HOST_CHUNK))?,
             host_info: pinned(&ctx, 2 * cap.min(HOST_CHUNK))?,
             edge_stage: [pinned(&ctx, 4)?, pinned(&ctx, 4)?],
             edge_done: Arc::new(event()?),
@@ -853,24 +894,21 @@ impl CudaBackend {
         Ok(be)
     }
 
-    /// Upload filled particles to the particles `at..at + filled.len()` (positions as cell
-    /// and offset on the whole grid, the velocity one step back equal to the velocity), in
+    /// Upload filled particles to the particles `at..at + filled.len()` (positions as offset
+    /// and cell word on the whole grid, the velocity one step back equal to the velocity), in
     /// host images of at most [`HOST_CHUNK`] particles.
     fn upload_filled(&mut self, filled: &Filled, at: usize) -> Result<(), String> {
-        let mass = self.case.mass as f32;
         let with_wall = self.wall.is_some();
         for lo in (0..filled.len()).step_by(HOST_CHUNK) {
             let hi = filled.len().min(lo + HOST_CHUNK);
             let m = hi - lo;
             // Host images of the conserved buffers, as the CPU backend builds them.
-            let (mut pos, mut vel, mut cell, mut info) =
-                (Vec::with_capacity(m), Vec::with_capacity(m), Vec::with_capacity(m), Vec::with_capacity(m));
+            let (mut pos, mut vel, mut info) = (Vec::with_capacity(m), Vec::with_capacity(m), Vec::with_capacity(m));
             for i in lo..hi {
                 let (c, off) = self.whole.locate(filled.pos[i]);
                 let v = filled.vel[i];
-                pos.push([off[0], off[1], off[2], mass]);
+                pos.push([off[0], off[1], off[2], f32::from_bits(cell_word(&self.whole, [c[0], c[1], c[2], 0]))]);
                 vel.push([v[0] as f32, v[1] as f32, v[2] as f32, filled.rel_density[i]]);
-                cell.push([c[0], c[1], c[2], 0]);
                 info.push([filled.id[i], filled.kind[i] as u32]);
             }
             let put = |src: &[u32], dst: &mut CudaSlice<u32>, per: usize, stream: &Arc<CudaStream>| {
@@ -882,7 +920,6 @@ impl CudaBackend {
             put(bytemuck::cast_slice(&pos), &mut self.pos, 4, &s)?;
             put(bytemuck::cast_slice(&vel), &mut self.vel, 4, &s)?;
             put(bytemuck::cast_slice(&vel), &mut self.vel_prev, 4, &s)?;
-            put(bytemuck::cast_slice(&cell), &mut self.cell, 4, &s)?;
             put(bytemuck::cast_slice(&info), &mut self.info, 2, &s)?;
             if with_wall {
                 let wall = self.wall.as_mut().expect("checked");
@@ -1018,8 +1055,8 @@ impl CudaBackend {
         let (wlo, whi) = self.win.window;
         let nz = self.case.open.len() as i32;
         let mut b = self.stream.launch_builder(kernel);
-        b.arg(&first).arg(&count).arg(&wlo).arg(&whi).arg(&self.pos).arg(&mut self.vel).arg(&self.cell);
-        b.arg(&self.info).arg(&self.cell_start).arg(&self.open_table).arg(&nz);
+        b.arg(&first).arg(&count).arg(&wlo).arg(&whi).arg(&self.pos).arg(&mut self.vel).arg(&self.info);
+        b.arg(&self.cell_start).arg(&self.open_table).arg(&nz);
         // SAFETY: argument types match open_kernel; first + count <= n.
         unsafe { b.launch(cfg(count as usize)) }.map_err(|e| fail("open_kernel", e))?;
         Ok(())
@@ -1045,7 +1082,7 @@ impl CudaBackend {
             let n = self.n as i32;
             let kernel = self.k.open_rebuild.as_ref().expect("compiled for cases with open boundaries");
             let mut b = self.stream.launch_builder(kernel);
-            b.arg(&first).arg(&count).arg(&n).arg(&write).arg(&mut self.pos).arg(&mut self.vel).arg(&mut self.cell);
+            b.arg(&first).arg(&count).arg(&n).arg(&write).arg(&mut self.pos).arg(&mut self.vel);
             b.arg(&mut self.info).arg(&mut self.vel_prev).arg(&has_wall);
             match self.wall.as_mut() {
                 Some(w) => b.arg(w),
@@ -1124,7 +1161,6 @@ impl CudaBackend {
         for (buf, per) in [
             (&mut self.pos, 4),
             (&mut self.vel, 4),
-            (&mut self.cell, 4),
             (&mut self.info, 2),
             (&mut self.vel_prev, 4),
             (&mut self.force, 4),
@@ -1141,7 +1177,6 @@ impl CudaBackend {
         let chunk = cap.min(HOST_CHUNK);
         self.host_pos = pinned(&self.ctx, 4 * chunk)?;
         self.host_vel = pinned(&self.ctx, 4 * chunk)?;
-        self.host_cell = pinned(&self.ctx, 4 * chunk)?;
         self.host_info = pinned(&self.ctx, 2 * chunk)?;
         self.cap = cap;
         Ok(())
@@ -1166,7 +1201,7 @@ impl CudaBackend {
                 let remove = (self.case.on_exit == OnExit::Remove) as i32;
                 let mut b = self.stream.launch_builder(&self.k.rekey);
                 b.arg(&first).arg(&count).arg(&remove);
-                b.arg(&mut self.cell).arg(&mut self.pos).arg(&self.info).arg(&mut self.stats);
+                b.arg(&mut self.pos).arg(&self.info).arg(&mut self.stats);
                 // SAFETY: argument types match rekey_kernel; first + count <= n.
                 unsafe { b.launch(cfg(own.len())) }.map_err(|e| fail("rekey_kernel", e))?;
             }
@@ -1190,7 +1225,7 @@ impl CudaBackend {
         if count > 0 {
             let mut b = self.stream.launch_builder(&self.k.classify);
             b.arg(&first).arg(&count).arg(&lo).arg(&hi).arg(&llo).arg(&lhi).arg(&rlo).arg(&rhi);
-            b.arg(&self.cell).arg(&mut self.key).arg(&mut self.counters);
+            b.arg(&self.pos).arg(&mut self.key).arg(&mut self.counters);
             // SAFETY: argument types match classify_kernel; the two send lists share `key`
             // from both ends and never overlap, so they hold count <= cap indices.
             unsafe { b.launch(cfg(own.len())) }.map_err(|e| fail(what, e))?;
@@ -1441,8 +1476,8 @@ impl CudaBackend {
     /// i < m (through the force buffer, swapped with each 16-byte buffer).
     fn permute(&mut self, m: usize) -> Result<(), String> {
         let count = m as i32;
-        let CudaBackend { stream, k, perm, force: scratch, pos, vel, cell, vel_prev, wall, info, .. } = self;
-        let mut sixteen: Vec<&mut CudaSlice<u32>> = vec![pos, vel, cell, vel_prev];
+        let CudaBackend { stream, k, perm, force: scratch, pos, vel, vel_prev, wall, info, .. } = self;
+        let mut sixteen: Vec<&mut CudaSlice<u32>> = vec![pos, vel, vel_prev];
         if let Some(w) = wall.as_mut() {
             sixteen.push(w);
         }
@@ -1484,7 +1519,7 @@ impl CudaBackend {
         {
             let mut b = self.stream.launch_builder(&self.k.key);
             b.arg(&n).arg(&wlo).arg(&whi).arg(&held).arg(&own_lo).arg(&own_hi).arg(&bins);
-            b.arg(&self.cell).arg(&self.info).arg(&mut self.key).arg(&mut self.stats);
+            b.arg(&self.pos).arg(&self.info).arg(&mut self.key).arg(&mut self.stats);
             // SAFETY: argument types match key_kernel; every buffer holds n elements; keys
             // are at most bins, and the cell table has bins + 2 values.
             unsafe { b.launch(cfg(self.n)) }.map_err(|e| fail("key_kernel", e))?;
@@ -1537,7 +1572,6 @@ impl CudaBackend {
             k,
             pos,
             vel,
-            cell,
             info,
             wall,
             mdbc,
@@ -1554,7 +1588,7 @@ impl CudaBackend {
         let fluid = cell_start.device_ptr(stream).0 + 4 * (*bins as u64 + 2);
         let mut b = stream.launch_builder(&k.forces);
         b.arg(&first).arg(&count).arg(&wlo).arg(&whi);
-        b.arg(&*pos).arg(&*vel).arg(&*cell).arg(&*info).arg(wall.as_ref().unwrap_or(dummy));
+        b.arg(&*pos).arg(&*vel).arg(&*info).arg(wall.as_ref().unwrap_or(dummy));
         b.arg(mdbc.as_ref().unwrap_or(dummy)).arg(&*cell_start).arg(force);
         match shift.as_mut() {
             Some(s) => b.arg(s),
@@ -1684,7 +1718,6 @@ impl CudaBackend {
                 stats,
                 dummy,
                 dummy_out,
-                cell,
                 wall,
                 mdbc,
                 moves,
@@ -1697,7 +1730,7 @@ impl CudaBackend {
                 Some(p) => b.arg(p),
                 None => b.arg(dummy_out),
             };
-            b.arg(&*force).arg(&*info).arg(shift.as_ref().unwrap_or(dummy)).arg(stats).arg(&*cell);
+            b.arg(&*force).arg(&*info).arg(shift.as_ref().unwrap_or(dummy)).arg(stats);
             match wall.as_mut() {
                 Some(w) => b.arg(w),
                 None => b.arg(&*dummy),
@@ -1738,8 +1771,8 @@ impl CudaBackend {
                 // Into the first words of the pinned buffers (a copy takes the destination's
                 // length).
                 let (a, b) = (4 * at, 4 * end);
-                let CudaBackend { stream, pos, vel, cell, info, host_pos, host_vel, host_cell, host_info, .. } = self;
-                for (src, dst) in [(&*pos, host_pos), (&*vel, host_vel), (&*cell, host_cell)] {
+                let CudaBackend { stream, pos, vel, info, host_pos, host_vel, host_info, .. } = self;
+                for (src, dst) in [(&*pos, host_pos), (&*vel, host_vel)] {
                     let dst = &mut dst.as_mut_slice().map_err(|e| fail(what, e))?[..b - a];
                     stream.memcpy_dtoh(&src.slice(a..b), dst).map_err(|e| fail(what, e))?;
                 }
@@ -1749,14 +1782,13 @@ impl CudaBackend {
             self.settle(what)?;
             let pos: &[[f32; 4]] = bytemuck::cast_slice(&self.host_pos.as_slice().map_err(|e| fail(what, e))?[..4 * m]);
             let vel: &[[f32; 4]] = bytemuck::cast_slice(&self.host_vel.as_slice().map_err(|e| fail(what, e))?[..4 * m]);
-            let cell: &[[i32; 4]] =
-                bytemuck::cast_slice(&self.host_cell.as_slice().map_err(|e| fail(what, e))?[..4 * m]);
             let info: &[[u32; 2]] =
                 bytemuck::cast_slice(&self.host_info.as_slice().map_err(|e| fail(what, e))?[..2 * m]);
             let c = &self.consts;
             out.id.extend(info.iter().map(|i| i[0]));
             out.kind.extend(info.iter().map(|i| i[1] as u8));
-            out.pos.extend(cell.iter().zip(pos).map(|(c, p)| self.whole.absolute(*c, *p)));
+            let g = &self.whole;
+            out.pos.extend(pos.iter().map(|p| g.absolute(cell_of_word(g, p[3].to_bits()), *p)));
             out.vel.extend(vel.iter().map(|v| [v[0], v[1], v[2]]));
             out.rho.extend(vel.iter().map(|v| c.density(v[3])));
             out.p.extend(vel.iter().map(|v| c.pressure(v[3])));
@@ -1816,7 +1848,7 @@ impl CudaBackend {
         if count > 0 {
             let mut b = self.stream.launch_builder(&self.k.front);
             b.arg(&first).arg(&count).arg(&ax).arg(&below_rel);
-            b.arg(&self.pos).arg(&self.cell).arg(&self.info).arg(&mut self.front_out);
+            b.arg(&self.pos).arg(&self.info).arg(&mut self.front_out);
             // SAFETY: argument types match front_kernel; first + count <= n.
             unsafe { b.launch(cfg(self.own.len())) }.map_err(|e| fail(what, e))?;
         }
@@ -1855,7 +1887,6 @@ impl CudaBackend {
                 k,
                 pos,
                 vel,
-                cell,
                 info,
                 wall,
                 mdbc,
@@ -1868,7 +1899,7 @@ impl CudaBackend {
             } = self;
             let mut b = stream.launch_builder(&k.boundary_loads);
             b.arg(&first).arg(&count).arg(&wlo).arg(&whi).arg(&nranges).arg(&*loads_ids);
-            b.arg(&*pos).arg(&*vel).arg(&*cell).arg(&*info).arg(wall.as_ref().unwrap_or(dummy));
+            b.arg(&*pos).arg(&*vel).arg(&*info).arg(wall.as_ref().unwrap_or(dummy));
             b.arg(mdbc.as_ref().unwrap_or(dummy)).arg(&*cell_start).arg(&cap).arg(loads_count).arg(loads_out);
             // SAFETY: argument types match boundary_loads_kernel; first + count <= n; `loads_ids` holds
             // 2 nranges words and `loads_out` 12 cap; `wall` is read only with laminar
@@ -1916,10 +1947,10 @@ impl CudaBackend {
         let (first, count, nbodies) = (self.own.start as i32, self.own.len() as i32, bodies.len() as i32);
         let (wlo, whi) = self.win.window;
         {
-            let CudaBackend { k, pos, vel, cell, info, wall, mdbc, cell_start, dummy, body_table, body_out, .. } = self;
+            let CudaBackend { k, pos, vel, info, wall, mdbc, cell_start, dummy, body_table, body_out, .. } = self;
             let mut b = stream.launch_builder(&k.body_loads);
             b.arg(&first).arg(&count).arg(&wlo).arg(&whi).arg(&nbodies).arg(&*body_table);
-            b.arg(&*pos).arg(&*vel).arg(&*cell).arg(&*info).arg(wall.as_ref().unwrap_or(dummy));
+            b.arg(&*pos).arg(&*vel).arg(&*info).arg(wall.as_ref().unwrap_or(dummy));
             b.arg(mdbc.as_ref().unwrap_or(dummy)).arg(&*cell_start).arg(body_out);
             // SAFETY: argument types match body_loads_kernel; first + count <= n; `body_table`
             // holds 8 + 10 nbodies float64 and `body_out` 6 nbodies; `wall` is read only with
@@ -1940,7 +1971,6 @@ impl CudaBackend {
         match id {
             BufferId::Pos => Some(&self.pos),
             BufferId::Vel => Some(&self.vel),
-            BufferId::Cell => Some(&self.cell),
             BufferId::Info => Some(&self.info),
             BufferId::VelPrev => Some(&self.vel_prev),
             BufferId::Wall => self.wall.as_ref(),
@@ -1954,7 +1984,6 @@ impl CudaBackend {
         match id {
             BufferId::Pos => Some(&mut self.pos),
             BufferId::Vel => Some(&mut self.vel),
-            BufferId::Cell => Some(&mut self.cell),
             BufferId::Info => Some(&mut self.info),
             BufferId::VelPrev => Some(&mut self.vel_prev),
             BufferId::Wall => self.wall.as_mut(),
@@ -1962,14 +1991,21 @@ impl CudaBackend {
         }
     }
 
-    /// Upload the conserved buffers of `state` to the particles `at..at + state.len()`
-    /// (room for them must exist).
+    /// Upload the conserved buffers of a host `state` (cells apart) to the particles
+    /// `at..at + state.len()` (room for them must exist).
     fn upload(&mut self, state: &ParticleState, at: usize) -> Result<(), String> {
         let want = self.buffers.and(BufferSet::conserved());
         let stream = self.stream.clone();
+        let a = state.arrays();
+        if a.cell.len() != a.pos.len() {
+            return Err(format!("{} cells for {} positions", a.cell.len(), a.pos.len()));
+        }
+        let mut pos = a.pos.clone();
+        to_device_pos(&self.whole, &mut pos, &a.cell);
         for id in want.iter() {
             let per = id.elem_bytes() / 4;
-            let src: &[u32] = bytemuck::cast_slice(state.bytes(id));
+            let src: &[u32] =
+                if id == BufferId::Pos { bytemuck::cast_slice(&pos) } else { bytemuck::cast_slice(state.bytes(id)) };
             if src.len() != per * state.len() {
                 return Err(format!("buffer `{}` holds {} words for {} particles", id.name(), src.len(), state.len()));
             }
@@ -1982,9 +2018,10 @@ impl CudaBackend {
 
     fn try_export(&mut self, out: &mut ParticleState) -> Result<(), String> {
         let want = self.buffers.and(BufferSet::conserved());
+        let host = BufferSet(want.0 | BufferId::Cell.bit());
         let r = self.own.clone();
-        if out.len() != r.len() || out.buffers() != want {
-            *out = ParticleState::zeroed(r.len(), want);
+        if out.len() != r.len() || out.buffers() != host {
+            *out = ParticleState::zeroed(r.len(), host);
         }
         let stream = &self.stream;
         for id in want.iter() {
@@ -1996,13 +2033,19 @@ impl CudaBackend {
                 stream.memcpy_dtoh(&view, dst).map_err(|e| fail("copying the particle state", e))?;
             }
         }
+        self.settle("copying the particle state")?;
+        let a = out.arrays_mut();
+        to_host_pos(&self.whole, self.case.mass as f32, &mut a.pos, &mut a.cell);
         out.set_grid(&self.whole);
-        self.settle("copying the particle state")
+        Ok(())
     }
 
     fn try_import(&mut self, mut state: ParticleState) -> Result<(), String> {
         // A state from another grid (the CPU's cells are larger) moves to this one's cells.
-        state.prepare_import(self.buffers.and(BufferSet::conserved()), &self.whole)?;
+        state.prepare_import(
+            BufferSet(self.buffers.0 | BufferId::Cell.bit()).and(BufferSet::conserved()),
+            &self.whole,
+        )?;
         let m = state.len();
         self.settle("loading the particle state")?;
         // Nothing held is kept.
@@ -2472,8 +2515,40 @@ impl Interpolate for CudaBackend {
 
 #[cfg(test)]
 mod tests {
-    use super::{allocated_per_particle, capacity_for, fits, team_headroom};
+    use super::{allocated_per_particle, capacity_for, cell_of_word, cell_word, fits, team_headroom};
     use surge_core::buffers::{BufferId, BufferSet};
+    use surge_core::grid::Grid;
+
+    #[test]
+    fn a_cell_word_gives_back_its_cell() {
+        // 3D with the split axis y and z fastest; the two billion particles' grid's size
+        // (4.06e9 cells, past i32 and near u32::MAX).
+        for (n, order) in [([7, 5, 3], [1, 0, 2]), ([1_500, 1_690, 1_600], [0, 1, 2]), ([40, 30, 1], [0, 1, 2])] {
+            let g = Grid {
+                origin: [0.0; 3],
+                cell: [0.1; 3],
+                n,
+                periodic: [false; 3],
+                order,
+                dim: 3,
+                support: 0.2,
+                skin: 0.0,
+                reach: 2,
+                window: (0, n[order[0]]),
+            };
+            let mut seen = Vec::new();
+            for c in [[0, 0, 0, 0], [n[0] - 1, n[1] - 1, n[2] - 1, 0], [n[0] / 2, n[1] - 1, 0, 0], [1, 0, n[2] / 3, 0]]
+            {
+                let w = cell_word(&g, c);
+                assert_ne!(w, u32::MAX, "{c:?}: the removed word");
+                assert_eq!(cell_of_word(&g, w), c, "{n:?} {order:?}");
+                assert_eq!(w as usize, g.linear([c[0], c[1], c[2]]));
+                seen.push(w);
+            }
+            // The last cell is the largest word.
+            assert_eq!(seen[1] as usize, g.cell_count() - 1);
+        }
+    }
 
     #[test]
     fn a_case_too_big_for_the_gpu_names_the_largest_dp_that_fits() {

@@ -111,6 +111,8 @@ pub fn defines(case: &Case, grid: &Grid) -> BTreeMap<&'static str, String> {
     d.insert("ETA2", lit(c.eta2));
     d.insert("C0", lit(c.c0));
     d.insert("RHO0", lit(c.rho0));
+    // Every particle's mass (the CPU's `case.mass as f32`): the GPU keeps the cell in pos.w.
+    d.insert("MASS", lit(case.mass as f32));
     d.insert("INV_RHO0", lit(1.0 / c.rho0));
     d.insert("TAIT_B", lit(c.tait_b));
     d.insert("INV_B", lit(c.inv_b));

@@ -34,7 +34,7 @@ impl CudaBackend {
         // rebuild) through the mDBC table, as the rebuild sorts the particles. The entries
         // past the list's end get the last key and are skipped, so the first `listed` of
         // `perm` are the list.
-        let CudaBackend { stream, k, pos, cell, wall, key, perm, force, mdbc_listed, mdbc_table, win, bins, .. } = self;
+        let CudaBackend { stream, k, pos, wall, key, perm, force, mdbc_listed, mdbc_table, win, bins, .. } = self;
         let (Some(ghost_key), Some(wall), Some((table, scan))) = (k.mdbc_ghost_key.as_ref(), wall.as_ref(), mdbc_table)
         else {
             return Ok(());
@@ -43,7 +43,7 @@ impl CudaBackend {
         let dummy = *bins as u32;
         let mut b = stream.launch_builder(ghost_key);
         b.arg(&count).arg(&*mdbc_listed).arg(&*key).arg(&wlo).arg(&whi).arg(&dummy);
-        b.arg(&*pos).arg(&*cell).arg(wall).arg(&mut *force);
+        b.arg(&*pos).arg(wall).arg(&mut *force);
         // SAFETY: argument types match mdbc_ghost_key_kernel; `key` holds the list (at most
         // count entries, mdbc_listed of them), `force` has 4 words a particle, room for count
         // keys; keys are at most bins (the table has bins + 2 values).
@@ -72,22 +72,8 @@ impl CudaBackend {
     /// return at once.
     pub(super) fn launch_mdbc(&mut self) -> Result<(), String> {
         let range = self.mdbc_range.clone();
-        let CudaBackend {
-            stream,
-            k,
-            pos,
-            vel,
-            cell,
-            wall,
-            mdbc,
-            key,
-            perm,
-            mdbc_listed,
-            cell_start,
-            win,
-            dummy_out,
-            ..
-        } = self;
+        let CudaBackend { stream, k, pos, vel, wall, mdbc, key, perm, mdbc_listed, cell_start, win, dummy_out, .. } =
+            self;
         let (Some(kernel), Some(wall)) = (k.mdbc.as_ref(), wall.as_ref()) else {
             return Ok(());
         };
@@ -98,7 +84,7 @@ impl CudaBackend {
         let (wlo, whi) = win.window;
         let mut b = stream.launch_builder(kernel);
         b.arg(&*key).arg(&*perm).arg(&*mdbc_listed).arg(&wlo).arg(&whi);
-        b.arg(&*pos).arg(vel).arg(&*cell).arg(wall).arg(&*cell_start).arg(mdbc);
+        b.arg(&*pos).arg(vel).arg(wall).arg(&*cell_start).arg(mdbc);
         // SAFETY: argument types match mdbc_kernel; the list holds `mdbc_listed` indices below
         // n, at most range.len() of them, and `perm` a permutation of its positions first
         // (list_mdbc, since the last rebuild, which nothing has overwritten: `key` and `perm`
