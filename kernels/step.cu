@@ -200,40 +200,61 @@ extern "C" __global__ void rekey_kernel(int first, int count, int remove, float4
     pos[i] = make_float4(off[0], off[1], off[2], cell_word(cc[0], cc[1], cc[2]));
 }
 
-// Sort key of every held particle from its stored cell: its linear index in the window
+// Sort key of held particle i from its stored cell: its linear index in the window
 // (TABLE_BINS 1: order_bins_kernel puts the fluid first within it), or twice that plus one
-// for a boundary particle (TABLE_BINS 2). After a rebuild's classification the first `held` particles are the ones held
-// before it: of those, the copies (outside own_lo..own_hi), the owned particles outside
-// the new window and those removed (CELL_REMOVED, set by rekey_kernel) are dropped: key `bins`, a
-// bin past the cells, so the sort moves them behind the rest and lets them go (no
-// compaction pass). Any other particle whose
-// split-axis layer lies outside the window [wlo, whi) records its id (key 0, never used:
-// the rebuild fails).
-extern "C" __global__ void key_kernel(int n, int wlo, int whi, int held, int own_lo, int own_hi, unsigned bins,
-                                      const float4 *pos, const uint2 *info, unsigned *key, unsigned *stats) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
+// for a boundary particle (TABLE_BINS 2). After a rebuild's classification the first `held`
+// particles are the ones held before it: of those, the copies (outside own_lo..own_hi), the
+// owned particles outside the new window and those removed (CELL_REMOVED, set by
+// rekey_kernel) are dropped: key `bins`, a bin past the cells, so the sort moves them behind
+// the rest and lets them go (no compaction pass). Any other particle whose split-axis layer
+// lies outside the window [wlo, whi) is `bad` (key 0, never used: the rebuild fails). No
+// buffer keeps the keys: the histogram and the scatter compute them.
+struct SortWindow {
+    int wlo, whi, held, own_lo, own_hi;
+    unsigned bins;
+};
+
+__device__ __forceinline__ unsigned particle_key(const SortWindow &w, int i, const float4 *pos, const uint2 *info,
+                                                 bool &bad) {
     const int4 c = cell_coords(pos[i].w);
-    if (i < held && (i < own_lo || i >= own_hi || c.w != 0)) {
-        key[i] = bins;
-        return;
-    }
+    bad = false;
+    if (i < w.held && (i < w.own_lo || i >= w.own_hi || c.w != 0)) return w.bins;
     const int cc[3] = {c.x, c.y, c.z};
-    if (cc[O0] < wlo || cc[O0] >= whi) {
-        if (i < held) {
-            key[i] = bins;
-            return;
-        }
-        atomicMin(&stats[STAT_BAD_ID], info[i].x);
-        key[i] = 0;
-        return;
+    if (cc[O0] < w.wlo || cc[O0] >= w.whi) {
+        if (i < w.held) return w.bins;
+        bad = true;
+        return 0u;
     }
 #if TABLE_BINS == 2
     // Buffer particles (kind 2) share the fluid's bin (surge_core::buffers::Kind::bin).
-    key[i] = 2u * cell_linear(c.x, c.y, c.z, wlo) + (info[i].y == 1u ? 1u : 0u);
+    return 2u * cell_linear(c.x, c.y, c.z, w.wlo) + (info[i].y == 1u ? 1u : 0u);
 #else
-    key[i] = cell_linear(c.x, c.y, c.z, wlo);
+    return cell_linear(c.x, c.y, c.z, w.wlo);
 #endif
+}
+
+// The particle sort's counts (histogram_kernel with particle_key), recording the lowest id of
+// a particle outside the window.
+extern "C" __global__ void key_histogram_kernel(int n, int wlo, int whi, int held, int own_lo, int own_hi, unsigned bins,
+                                              const float4 *pos, const uint2 *info, unsigned *table, unsigned *stats) {
+    const SortWindow w = {wlo, whi, held, own_lo, own_hi, bins};
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    bool bad;
+    const unsigned k = particle_key(w, i, pos, info, bad);
+    if (bad) atomicMin(&stats[STAT_BAD_ID], info[i].x);
+    atomicAdd(&table[k + 1u], 1u);
+}
+
+// The particle sort's placement (scatter_kernel with particle_key).
+extern "C" __global__ void key_scatter_kernel(int n, int wlo, int whi, int held, int own_lo, int own_hi, unsigned bins,
+                                              const float4 *pos, const uint2 *info, unsigned *table, unsigned *perm) {
+    const SortWindow w = {wlo, whi, held, own_lo, own_hi, bins};
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    bool bad;
+    const unsigned k = particle_key(w, i, pos, info, bad);
+    perm[atomicAdd(&table[k + 1u], 1u)] = (unsigned)i;
 }
 
 // First half of a rebuild: of the owned particles first..first+count, count those whose
@@ -688,8 +709,7 @@ __device__ __forceinline__ void ghost_sums(float3 og, int4 c, int wlo, int whi, 
 // ---- mDBC --------------------------------------------------------------------------
 
 #if MDBC
-// At the end of each rebuild: list in `list` (the sort keys' buffer, free until the next
-// rebuild) the boundary particles of first..first+count whose ghost node lies within the
+// At the end of each rebuild: list in `list` (kept until the next rebuild) the boundary particles of first..first+count whose ghost node lies within the
 // support (0 < dist < 2h), `listed[0]` of them (zeroed before); the others' mdbc values
 // become their own velocity and density, as they stay until the next rebuild (walls move at
 // constant velocities). A warp's entries go together (one atomicAdd per warp); the order of

@@ -57,8 +57,6 @@ pub(crate) fn skin_fraction(case: &Case) -> f64 {
         .unwrap_or(if case.boundary.is_mdbc() { CUDA_SKIN_FRACTION_MDBC } else { CUDA_SKIN_FRACTION })
 }
 
-/// The `skip` key of histogram_kernel and scatter_kernel that no key has (the particle sort).
-const NO_SKIP: u32 = u32::MAX;
 /// Particles a host image holds at a time: the fill's upload and the snapshots go through
 /// buffers of this many particles (56 bytes each pinned, 72 in the upload's images), so
 /// the host never holds a second copy of a device's particles.
@@ -149,7 +147,8 @@ pub fn headroom_layers(halo: usize) -> usize {
 
 struct Kernels {
     rekey: CudaFunction,
-    key: CudaFunction,
+    key_histogram: CudaFunction,
+    key_scatter: CudaFunction,
     classify: CudaFunction,
     histogram: CudaFunction,
     scan_sum: CudaFunction,
@@ -250,7 +249,7 @@ pub struct CudaBackend {
     /// mDBC: the particles whose boundary values the mDBC pass sets, the owned ones and the
     /// copies within the stencil reach of them (those the force pass reads).
     mdbc_range: Range<usize>,
-    /// mDBC: how many particles of `mdbc_range` the last rebuild listed in `key` for the pass
+    /// mDBC: how many particles of `mdbc_range` the last rebuild listed in `mdbc_list` for the pass
     /// (one word, on the device: the pass reads it, the host never waits for it); `perm`
     /// holds the list's order by ghost cell until the next rebuild.
     mdbc_listed: CudaSlice<u32>,
@@ -268,10 +267,10 @@ pub struct CudaBackend {
     mdbc: Option<CudaSlice<u32>>,
     /// Forces; also the target of the sort's gathers (every force pass rewrites it).
     force: CudaSlice<u32>,
-    /// Sort keys; also the lists of particles to send during a rebuild, and between rebuilds
-    /// the particles of the mDBC pass.
-    key: CudaSlice<u32>,
-    /// Sort permutation.
+    /// mDBC: the particles of the pass, listed at each rebuild.
+    mdbc_list: Option<CudaSlice<u32>>,
+    /// Sort permutation; also the lists of particles to send during a rebuild (until the
+    /// sort), and between rebuilds the mDBC list's order.
     perm: CudaSlice<u32>,
     /// Between the halves of a rebuild of several devices: which held particles the sort
     /// drops.
@@ -454,11 +453,12 @@ fn segment_words(per: usize, m: usize) -> usize {
 }
 
 /// The buffers a case holds on a GPU: [`BufferSet::for_case`] less the pressure (computed
-/// where it is used) and, where the mDBC values live in the velocity buffer
+/// where it is used), the cell (in pos.w), the sort key (computed where it is used) and, where the mDBC values live in the velocity buffer
 /// ([`crate::compile::mdbc_in_vel`]), the mDBC buffer.
 pub fn gpu_buffers(case: &Case) -> BufferSet {
-    // The cell lives in pos.w ([`cell_word`]), the mass is the case's.
-    let mut set = BufferSet::for_case(case).0 & !BufferId::Press.bit() & !BufferId::Cell.bit();
+    // The cell lives in pos.w ([`cell_word`]), the mass is the case's; the sort computes its
+    // keys where it uses them.
+    let mut set = BufferSet::for_case(case).0 & !BufferId::Press.bit() & !BufferId::Cell.bit() & !BufferId::Key.bit();
     if crate::compile::mdbc_in_vel(case) {
         set &= !BufferId::Mdbc.bit();
     }
@@ -484,8 +484,8 @@ pub fn bytes_per_particle(case: &Case, particles: usize) -> Result<usize, String
     ))
 }
 
-/// Device bytes per particle held when the buffers (`set`; `mdbc`: the case has mDBC's
-/// second table) have room for `cap` particles.
+/// Device bytes per particle held when the buffers (`set`; `mdbc`: the case has mDBC's list
+/// of a word a particle and its second table) have room for `cap` particles.
 fn allocated_per_particle(
     set: BufferSet,
     mdbc: bool,
@@ -499,7 +499,8 @@ fn allocated_per_particle(
     // The cell table, and with mDBC the table that orders its list by ghost cell.
     let bins = per_cell * cells;
     let tables = 4 * table_words(bins, per_cell) + if mdbc { 4 * (bins + 2) } else { 0 };
-    (on_gpu.bytes_per_particle() * cap).div_ceil(n) + tables.div_ceil(n)
+    let list = if mdbc { 4 } else { 0 };
+    ((on_gpu.bytes_per_particle() + list) * cap).div_ceil(n) + tables.div_ceil(n)
 }
 
 /// Whether `need` bytes fit in `free` (keeping 5 % spare); if not, the largest dp that would
@@ -720,7 +721,8 @@ impl CudaBackend {
         let f = |name: &str| module.load_function(name).map_err(|e| fail(&format!("loading {name}"), e));
         let k = Kernels {
             rekey: f("rekey_kernel")?,
-            key: f("key_kernel")?,
+            key_histogram: f("key_histogram_kernel")?,
+            key_scatter: f("key_scatter_kernel")?,
             classify: f("classify_kernel")?,
             histogram: f("histogram_kernel")?,
             scan_sum: f("scan_sum_kernel")?,
@@ -805,7 +807,7 @@ impl CudaBackend {
             shift: optional(BufferId::Shift, "shifting sums")?,
             mdbc: optional(BufferId::Mdbc, "mDBC values")?,
             force: zeros(4 * cap, "forces")?,
-            key: zeros(cap, "keys")?,
+            mdbc_list: if case.boundary.is_mdbc() { Some(zeros(cap, "the mDBC list")?) } else { None },
             perm: zeros(cap, "permutation")?,
             dropping: None,
             removed: 0,
@@ -888,7 +890,7 @@ impl CudaBackend {
         // (its first rebuild in the team sends them).
         let mut out = [ParticleState::default(), ParticleState::default()];
         be.rebuild_begin(map, me, true, &mut out).map_err(|f| f.to_string())?;
-        let empty = || ParticleState::empty(be.buffers, &be.whole);
+        let empty = || ParticleState::empty(be.host_set(), &be.whole);
         let incoming = [empty(), empty()];
         be.rebuild_end(incoming).map_err(|f| f.to_string())?;
         Ok(be)
@@ -1164,7 +1166,6 @@ impl CudaBackend {
             (&mut self.info, 2),
             (&mut self.vel_prev, 4),
             (&mut self.force, 4),
-            (&mut self.key, 1),
             (&mut self.perm, 1),
         ] {
             *buf = grown(s, buf, per * cap, per * n)?;
@@ -1173,6 +1174,10 @@ impl CudaBackend {
             [self.pos_prev.as_mut(), self.wall.as_mut(), self.shift.as_mut(), self.mdbc.as_mut()].into_iter().flatten()
         {
             *buf = grown(s, buf, 4 * cap, 4 * n)?;
+        }
+        // The list is made anew at the next rebuild.
+        if let Some(l) = self.mdbc_list.as_mut() {
+            *l = grown(s, l, cap, 0)?;
         }
         let chunk = cap.min(HOST_CHUNK);
         self.host_pos = pinned(&self.ctx, 4 * chunk)?;
@@ -1185,7 +1190,7 @@ impl CudaBackend {
     /// First part of a rebuild's first half: re-key the owned particles (when `rekey`) and
     /// list which stay (in this device's new window: its slice, and copies of particles it
     /// owned until now) and which go to each neighbour's window. Returns how many are kept,
-    /// and go left (listed in `key[..left]`) and right (`key[m - right..m]`, m owned).
+    /// and go left (listed in `perm[..left]`) and right (`perm[m - right..m]`, m owned).
     fn classify(&mut self, map: &SliceMap, me: usize, rekey: bool) -> Result<(usize, usize, usize), Failure> {
         // Open boundaries first: kinds change at the planes, outflow is marked, and the new
         // inlet particles join the owned ones.
@@ -1225,8 +1230,8 @@ impl CudaBackend {
         if count > 0 {
             let mut b = self.stream.launch_builder(&self.k.classify);
             b.arg(&first).arg(&count).arg(&lo).arg(&hi).arg(&llo).arg(&lhi).arg(&rlo).arg(&rhi);
-            b.arg(&self.pos).arg(&mut self.key).arg(&mut self.counters);
-            // SAFETY: argument types match classify_kernel; the two send lists share `key`
+            b.arg(&self.pos).arg(&mut self.perm).arg(&mut self.counters);
+            // SAFETY: argument types match classify_kernel; the two send lists share `perm`
             // from both ends and never overlap, so they hold count <= cap indices.
             unsafe { b.launch(cfg(own.len())) }.map_err(|e| fail(what, e))?;
         }
@@ -1335,7 +1340,7 @@ impl CudaBackend {
         Ok(mapped)
     }
 
-    /// Queue gathers of the conserved buffers of the particles listed in `key[list]` to the
+    /// Queue gathers of the conserved buffers of the particles listed in `perm[list]` to the
     /// device memory at `dst`, one buffer after the other ([`segment_words`] each, in
     /// [`BufferSet::iter`] order); returns the buffer set.
     ///
@@ -1349,7 +1354,7 @@ impl CudaBackend {
         if m == 0 {
             return Ok(want);
         }
-        let idx = self.key.slice(list);
+        let idx = self.perm.slice(list);
         let mut at = 0;
         for id in want.iter() {
             let (src, per) = (self.conserved(id)?, id.elem_bytes() / 4);
@@ -1366,7 +1371,7 @@ impl CudaBackend {
         self.buffers.and(BufferSet::conserved()).iter().map(|id| segment_words(id.elem_bytes() / 4, m)).sum()
     }
 
-    /// Gather the particles listed in `key[list]` into this device's staging buffer for the
+    /// Gather the particles listed in `perm[list]` into this device's staging buffer for the
     /// neighbour (a GPU of this process) on `side` (reused when no neighbour holds it any
     /// more, else a new one); record its `ready` event after the gathers (no wait).
     fn gather_peer(&mut self, side: Side, list: Range<usize>) -> Result<DeviceBlock, String> {
@@ -1387,7 +1392,7 @@ impl CudaBackend {
         Ok(DeviceBlock::Local(Box::new(RebuildBlock { ctx: self.ctx.clone(), staging: held, count: m, buffers })))
     }
 
-    /// Gather the particles listed in `key[list]` for the neighbour (a GPU of another rank of
+    /// Gather the particles listed in `perm[list]` for the neighbour (a GPU of another rank of
     /// this node) on `side` into this side's exported buffer whose turn it is, and wait for
     /// the gathers (see [`crate::ipc`]).
     fn gather_shared(&mut self, side: Side, list: Range<usize>) -> Result<DeviceBlock, String> {
@@ -1444,20 +1449,20 @@ impl CudaBackend {
         Ok(())
     }
 
-    /// Gather the conserved buffers of the particles listed in `key[list]` into a state on
-    /// the whole grid (through the force buffer).
+    /// Gather the conserved buffers of the particles listed in `perm[list]` into a state on
+    /// the whole grid (through the force buffer), in the host's form ([`to_host_pos`]).
     fn gather_out(&self, list: Range<usize>) -> Result<ParticleState, String> {
         let what = "copying particles for a neighbour";
         let want = self.buffers.and(BufferSet::conserved());
         let m = list.len();
         if m == 0 {
-            return Ok(ParticleState::empty(self.buffers, &self.whole));
+            return Ok(ParticleState::empty(self.host_set(), &self.whole));
         }
         // Host buffers kept from rebuild to rebuild: fresh ones of this size cost as much as
         // the copies (their pages faulted in and zeroed).
-        let mut st = ParticleState::pooled(m, want);
+        let mut st = ParticleState::pooled(m, self.host_set());
         let (stream, force) = (&self.stream, &self.force);
-        let idx = self.key.slice(list);
+        let idx = self.perm.slice(list);
         let scratch = force.device_ptr(stream).0;
         for id in want.iter() {
             let (src, per) = (self.conserved(id)?, id.elem_bytes() / 4);
@@ -1468,8 +1473,16 @@ impl CudaBackend {
             stream.memcpy_dtoh(&force.slice(0..per * m), dst).map_err(|e| fail(what, e))?;
         }
         self.settle(what)?;
+        let a = st.arrays_mut();
+        to_host_pos(&self.whole, self.case.mass as f32, &mut a.pos, &mut a.cell);
         st.set_grid(&self.whole);
         Ok(st)
+    }
+
+    /// The conserved buffers of a host state ([`ParticleState`]) of this case: the device's
+    /// and the cells ([`to_host_pos`]).
+    fn host_set(&self) -> BufferSet {
+        BufferSet(self.buffers.0 | BufferId::Cell.bit()).and(BufferSet::conserved())
     }
 
     /// Re-order the conserved buffers: particle i becomes old particle `perm[i]`, for
@@ -1516,34 +1529,29 @@ impl CudaBackend {
         let (held, own_lo, own_hi) = (held as i32, own_lo as i32, own_hi as i32);
         let bins = self.bins as u32;
         self.reset_stats()?;
+        self.stream.memset_zeros(&mut self.cell_start).map_err(|e| fail("clearing the cell table", e))?;
         {
-            let mut b = self.stream.launch_builder(&self.k.key);
+            let mut b = self.stream.launch_builder(&self.k.key_histogram);
             b.arg(&n).arg(&wlo).arg(&whi).arg(&held).arg(&own_lo).arg(&own_hi).arg(&bins);
-            b.arg(&self.pos).arg(&self.info).arg(&mut self.key).arg(&mut self.stats);
-            // SAFETY: argument types match key_kernel; every buffer holds n elements; keys
-            // are at most bins, and the cell table has bins + 2 values.
-            unsafe { b.launch(cfg(self.n)) }.map_err(|e| fail("key_kernel", e))?;
+            b.arg(&self.pos).arg(&self.info).arg(&mut self.cell_start).arg(&mut self.stats);
+            // SAFETY: argument types match key_histogram_kernel; every buffer holds n
+            // elements; keys are at most bins, and the cell table has bins + 2 values.
+            unsafe { b.launch(cfg(self.n)) }.map_err(|e| fail("key_histogram_kernel", e))?;
         }
-        let s = self.read_stats("key_kernel")?;
+        let s = self.read_stats("key_histogram_kernel")?;
         if s[STAT_BAD_ID] != u32::MAX {
             return Err(Failure::Device(format!(
                 "particle {} lies outside the window of device {} after a rebuild",
                 s[STAT_BAD_ID], self.me
             )));
         }
-        self.stream.memset_zeros(&mut self.cell_start).map_err(|e| fail("clearing the cell table", e))?;
-        {
-            let mut b = self.stream.launch_builder(&self.k.histogram);
-            b.arg(&n).arg(&self.key).arg(&NO_SKIP).arg(&mut self.cell_start);
-            // SAFETY: argument types match histogram_kernel; keys are below bins.
-            unsafe { b.launch(cfg(self.n)) }.map_err(|e| fail("histogram_kernel", e))?;
-        }
         self.scan_counts()?;
         {
-            let mut b = self.stream.launch_builder(&self.k.scatter);
-            b.arg(&n).arg(&self.key).arg(&NO_SKIP).arg(&mut self.cell_start).arg(&mut self.perm);
-            // SAFETY: argument types match scatter_kernel.
-            unsafe { b.launch(cfg(self.n)) }.map_err(|e| fail("scatter_kernel", e))?;
+            let mut b = self.stream.launch_builder(&self.k.key_scatter);
+            b.arg(&n).arg(&wlo).arg(&whi).arg(&held).arg(&own_lo).arg(&own_hi).arg(&bins);
+            b.arg(&self.pos).arg(&self.info).arg(&mut self.cell_start).arg(&mut self.perm);
+            // SAFETY: argument types match key_scatter_kernel; the keys are the histogram's.
+            unsafe { b.launch(cfg(self.n)) }.map_err(|e| fail("key_scatter_kernel", e))?;
             let bins = self.bins as u32;
             // The fluid counts (one bin a cell): the table's bytes after its bins + 2 starts.
             let fluid = self.cell_start.device_ptr(&self.stream).0 + 4 * (self.bins as u64 + 2);
@@ -2018,7 +2026,7 @@ impl CudaBackend {
 
     fn try_export(&mut self, out: &mut ParticleState) -> Result<(), String> {
         let want = self.buffers.and(BufferSet::conserved());
-        let host = BufferSet(want.0 | BufferId::Cell.bit());
+        let host = self.host_set();
         let r = self.own.clone();
         if out.len() != r.len() || out.buffers() != host {
             *out = ParticleState::zeroed(r.len(), host);
@@ -2042,10 +2050,7 @@ impl CudaBackend {
 
     fn try_import(&mut self, mut state: ParticleState) -> Result<(), String> {
         // A state from another grid (the CPU's cells are larger) moves to this one's cells.
-        state.prepare_import(
-            BufferSet(self.buffers.0 | BufferId::Cell.bit()).and(BufferSet::conserved()),
-            &self.whole,
-        )?;
+        state.prepare_import(self.host_set(), &self.whole)?;
         let m = state.len();
         self.settle("loading the particle state")?;
         // Nothing held is kept.
@@ -2180,11 +2185,11 @@ impl Backend for CudaBackend {
         states: [ParticleState; 2],
     ) -> Result<(), Failure> {
         self.bind()?;
-        let conserved = self.buffers.and(BufferSet::conserved());
+        let (conserved, host) = (self.buffers.and(BufferSet::conserved()), self.host_set());
         let mut blocks: [Option<Incoming>; 2] = [None, None];
         let mut bad = None;
         for part in states.iter().filter(|p| !p.is_empty()) {
-            if let Err(e) = buffers::require(part.buffers(), conserved) {
+            if let Err(e) = buffers::require(part.buffers(), host) {
                 bad = Some(format!("from a neighbour: {e}"));
             }
         }

@@ -4,15 +4,15 @@ use super::{cfg, fail, CudaBackend};
 use cudarc::driver::PushKernelArg;
 
 impl CudaBackend {
-    /// At the end of a rebuild (no wait): list in `key` the boundary particles of
+    /// At the end of a rebuild (no wait): list in `mdbc_list` the boundary particles of
     /// `mdbc_range` whose ghost node lies within the support, the ones the pass computes
     /// (`mdbc_list_kernel`), and set the others' values; then order the list by the cell of
     /// each entry's ghost node into `perm` (`mdbc_ghost_key_kernel` and a counting sort), so
     /// that a warp's lanes share one stencil. Nothing without mDBC.
     pub(super) fn list_mdbc(&mut self) -> Result<(), String> {
         let range = self.mdbc_range.clone();
-        let CudaBackend { stream, k, vel, info, wall, mdbc, key, mdbc_listed, dummy_out, .. } = self;
-        let (Some(kernel), Some(wall)) = (k.mdbc_list.as_ref(), wall.as_ref()) else {
+        let CudaBackend { stream, k, vel, info, wall, mdbc, mdbc_list, mdbc_listed, dummy_out, .. } = self;
+        let (Some(kernel), Some(wall), Some(list)) = (k.mdbc_list.as_ref(), wall.as_ref(), mdbc_list.as_mut()) else {
             return Ok(());
         };
         // Without its buffer (the values in `vel`, compile::mdbc_in_vel) the kernel writes
@@ -24,8 +24,8 @@ impl CudaBackend {
         }
         let (first, count) = (range.start as i32, range.len() as i32);
         let mut b = stream.launch_builder(kernel);
-        b.arg(&first).arg(&count).arg(&*vel).arg(&*info).arg(wall).arg(mdbc).arg(key).arg(mdbc_listed);
-        // SAFETY: argument types match mdbc_list_kernel; first + count <= n; `key` has room
+        b.arg(&first).arg(&count).arg(&*vel).arg(&*info).arg(wall).arg(mdbc).arg(list).arg(mdbc_listed);
+        // SAFETY: argument types match mdbc_list_kernel; first + count <= n; `list` has room
         // for every held particle, `wall` and `mdbc` (where the kernel writes it) hold every
         // particle (allocated for mDBC cases, grown with the others).
         unsafe { b.launch(cfg(range.len())) }.map_err(|e| fail("mdbc_list_kernel", e))?;
@@ -34,17 +34,18 @@ impl CudaBackend {
         // rebuild) through the mDBC table, as the rebuild sorts the particles. The entries
         // past the list's end get the last key and are skipped, so the first `listed` of
         // `perm` are the list.
-        let CudaBackend { stream, k, pos, wall, key, perm, force, mdbc_listed, mdbc_table, win, bins, .. } = self;
-        let (Some(ghost_key), Some(wall), Some((table, scan))) = (k.mdbc_ghost_key.as_ref(), wall.as_ref(), mdbc_table)
+        let CudaBackend { stream, k, pos, wall, mdbc_list, perm, force, mdbc_listed, mdbc_table, win, bins, .. } = self;
+        let (Some(ghost_key), Some(wall), Some((table, scan)), Some(list)) =
+            (k.mdbc_ghost_key.as_ref(), wall.as_ref(), mdbc_table, mdbc_list.as_ref())
         else {
             return Ok(());
         };
         let (wlo, whi) = win.window;
         let dummy = *bins as u32;
         let mut b = stream.launch_builder(ghost_key);
-        b.arg(&count).arg(&*mdbc_listed).arg(&*key).arg(&wlo).arg(&whi).arg(&dummy);
+        b.arg(&count).arg(&*mdbc_listed).arg(list).arg(&wlo).arg(&whi).arg(&dummy);
         b.arg(&*pos).arg(wall).arg(&mut *force);
-        // SAFETY: argument types match mdbc_ghost_key_kernel; `key` holds the list (at most
+        // SAFETY: argument types match mdbc_ghost_key_kernel; `list` holds the list (at most
         // count entries, mdbc_listed of them), `force` has 4 words a particle, room for count
         // keys; keys are at most bins (the table has bins + 2 values).
         unsafe { b.launch(cfg(range.len())) }.map_err(|e| fail("mdbc_ghost_key_kernel", e))?;
@@ -72,9 +73,22 @@ impl CudaBackend {
     /// return at once.
     pub(super) fn launch_mdbc(&mut self) -> Result<(), String> {
         let range = self.mdbc_range.clone();
-        let CudaBackend { stream, k, pos, vel, wall, mdbc, key, perm, mdbc_listed, cell_start, win, dummy_out, .. } =
-            self;
-        let (Some(kernel), Some(wall)) = (k.mdbc.as_ref(), wall.as_ref()) else {
+        let CudaBackend {
+            stream,
+            k,
+            pos,
+            vel,
+            wall,
+            mdbc,
+            mdbc_list,
+            perm,
+            mdbc_listed,
+            cell_start,
+            win,
+            dummy_out,
+            ..
+        } = self;
+        let (Some(kernel), Some(wall), Some(list)) = (k.mdbc.as_ref(), wall.as_ref(), mdbc_list.as_ref()) else {
             return Ok(());
         };
         let mdbc = mdbc.as_mut().unwrap_or(dummy_out);
@@ -83,12 +97,12 @@ impl CudaBackend {
         }
         let (wlo, whi) = win.window;
         let mut b = stream.launch_builder(kernel);
-        b.arg(&*key).arg(&*perm).arg(&*mdbc_listed).arg(&wlo).arg(&whi);
+        b.arg(list).arg(&*perm).arg(&*mdbc_listed).arg(&wlo).arg(&whi);
         b.arg(&*pos).arg(vel).arg(wall).arg(&*cell_start).arg(mdbc);
         // SAFETY: argument types match mdbc_kernel; the list holds `mdbc_listed` indices below
         // n, at most range.len() of them, and `perm` a permutation of its positions first
-        // (list_mdbc, since the last rebuild, which nothing has overwritten: `key` and `perm`
-        // are reused only during rebuilds); `mdbc` is written only where it is allocated.
+        // (list_mdbc, since the last rebuild, which nothing has overwritten: `perm` is
+        // reused only during rebuilds); `mdbc` is written only where it is allocated.
         unsafe { b.launch(cfg(range.len())) }.map_err(|e| fail("mdbc_kernel", e))?;
         Ok(())
     }
