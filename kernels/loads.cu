@@ -28,7 +28,7 @@ __device__ void pair_contact(const double *b, const double *table, int nbodies, 
 __device__ float3 fluid_load(int i, float4 p4, float4 v4, int4 ci, int wlo, int whi, const float4 *pos,
                              const float4 *vel, const float4 *wall, const float4 *mdbc,
                              const unsigned *cell_start, const double *b, const double *table, int nbodies,
-                             const uint2 *info) {
+                             const Info *info) {
     PairParticle pb = {xyz(v4), RHO0 * (1.0f + v4.w), pressure_of(v4.w), MASS};
 #if VISC == 2 && !MDBC
     const float4 wb = wall[i];
@@ -69,7 +69,7 @@ __device__ float3 fluid_load(int i, float4 p4, float4 v4, int4 ci, int wlo, int 
                         }
                         continue;
                     }
-                    const double idj = (double)info[j].x;
+                    const double idj = (double)info_id(info[j]);
                     if (r2 < dp * dp && r2 > 0.0f && !(idj >= b[0] && idj < b[1])) {
                         double kc, cc;
                         pair_contact(b, table, nbodies, idj, kc, cc);
@@ -94,16 +94,16 @@ __device__ float3 fluid_load(int i, float4 p4, float4 v4, int4 ci, int wlo, int 
 // particles held in the window [wlo, whi), in stencil then storage order, as forces_kernel.
 extern "C" __global__ void boundary_loads_kernel(int first, int count, int wlo, int whi, int nranges,
                                                  const unsigned *ranges, const float4 *pos, const float4 *vel,
-                                                 const uint2 *info, const float4 *wall,
+                                                 const Info *info, const float4 *wall,
                                                  const float4 *mdbc, const unsigned *cell_start, unsigned capacity, unsigned *counter,
                                                  unsigned *out) {
     const int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= count) return;
     const int i = first + t;
-    const uint2 in = info[i];
-    if (in.y == 0u) return;
+    const Info in = info[i];
+    if (info_kind(in) == 0u) return;
     bool wanted = false;
-    for (int k = 0; k < nranges; ++k) wanted = wanted || (in.x >= ranges[2 * k] && in.x < ranges[2 * k + 1]);
+    for (int k = 0; k < nranges; ++k) wanted = wanted || (info_id(in) >= ranges[2 * k] && info_id(in) < ranges[2 * k + 1]);
     if (!wanted) return;
     const float4 p4 = pos[i];
     const int4 ci = cell_coords(p4.w);
@@ -115,7 +115,7 @@ extern "C" __global__ void boundary_loads_kernel(int first, int count, int wlo, 
     o[0] = __float_as_uint(f.x);
     o[1] = __float_as_uint(f.y);
     o[2] = __float_as_uint(f.z);
-    o[3] = in.x;
+    o[3] = info_id(in);
     o[4] = __float_as_uint(p4.x);
     o[5] = __float_as_uint(p4.y);
     o[6] = __float_as_uint(p4.z);
@@ -137,7 +137,7 @@ extern "C" __global__ void boundary_loads_kernel(int first, int count, int wlo, 
 // with one atomic each: integer sums, the same in any order.
 extern "C" __global__ void body_loads_kernel(int first, int count, int wlo, int whi, int nbodies,
                                              const double *__restrict__ table, const float4 *pos, const float4 *vel,
-                                             const uint2 *info, const float4 *wall,
+                                             const Info *info, const float4 *wall,
                                              const float4 *mdbc, const unsigned *cell_start,
                                              unsigned long long *out) {
     const int t = blockIdx.x * blockDim.x + threadIdx.x;
@@ -145,10 +145,10 @@ extern "C" __global__ void body_loads_kernel(int first, int count, int wlo, int 
     int body = -1;
     long long v[6] = {0, 0, 0, 0, 0, 0};
     if (t < count) {
-        const uint2 in = info[i];
+        const Info in = info[i];
         for (int k = 0; k < nbodies; ++k) {
             const double *b = table + 8 + BODY_WORDS * k;
-            if (in.y != 0u && (double)in.x >= b[0] && (double)in.x < b[1]) body = k;
+            if (info_kind(in) != 0u && (double)info_id(in) >= b[0] && (double)info_id(in) < b[1]) body = k;
         }
         if (body >= 0) {
             const float4 p4 = pos[i];

@@ -8,7 +8,9 @@
 //                   index on the whole grid, CELL_REMOVED for a particle the sort drops;
 //                   cell_coords, cell_word). Every particle's mass is the case's, MASS.
 //   vel  float4[n]  velocity (xyz), relative density rho/rho0 - 1 (w)
-//   info uint2[n]   global id, kind (0 fluid, 1 boundary, 2 buffer of an open boundary)
+//   info Info[n]    global id, kind (0 fluid, 1 boundary, 2 buffer of an open boundary): a
+//                   uint2, or with INFO_PACKED one word, the kind in its top two bits (cases
+//                   without open boundaries whose ids lie below 2^30: compile.rs, info_packed)
 //   vel_prev, pos_prev, force, wall, shift, mdbc float4[n]: as in surge_core::buffers
 //   cell_start: the cell table of the window, cells + 2 uint starts (cell k's particles in
 //     [start[k], start[k+1]), its fluid bin first) then cells uchar fluid counts (the first
@@ -28,6 +30,21 @@
 #include "physics/eos.cuh"
 #include "physics/pair.cuh"
 #include "physics/mdbc.cuh"
+
+#ifndef INFO_PACKED
+#define INFO_PACKED 0
+#endif
+#if INFO_PACKED
+typedef unsigned Info;
+__device__ __forceinline__ unsigned info_id(Info a) { return a & 0x3fffffffu; }
+__device__ __forceinline__ unsigned info_kind(Info a) { return a >> 30; }
+__device__ __forceinline__ Info make_info(unsigned id, unsigned kind) { return id | (kind << 30); }
+#else
+typedef uint2 Info;
+__device__ __forceinline__ unsigned info_id(Info a) { return a.x; }
+__device__ __forceinline__ unsigned info_kind(Info a) { return a.y; }
+__device__ __forceinline__ Info make_info(unsigned id, unsigned kind) { return make_uint2(id, kind); }
+#endif
 
 #define STAT_ACC 0
 #define STAT_VISC 1
@@ -157,7 +174,7 @@ __device__ void block_max2(float a, float b, unsigned *stats, int ia, int ib) {
 // `remove`, a fluid particle whose position is finite but outside the domain is marked
 // (pos.w = CELL_REMOVED: the classification and the sort drop it) and counted; any other records its
 // id (the rebuild fails). grid.rekey and surge-cpu's sort::rekey are the twins.
-extern "C" __global__ void rekey_kernel(int first, int count, int remove, float4 *pos, const uint2 *info,
+extern "C" __global__ void rekey_kernel(int first, int count, int remove, float4 *pos, const Info *info,
                                         unsigned *stats) {
     int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= count) return;
@@ -187,11 +204,11 @@ extern "C" __global__ void rekey_kernel(int first, int count, int remove, float4
         }
         if (!ok) {
             const bool finite = isfinite(p.x) && isfinite(p.y) && isfinite(p.z);
-            if (remove && finite && info[i].y == 0u) {
+            if (remove && finite && info_kind(info[i]) == 0u) {
                 pos[i].w = removed_word();
                 atomicAdd(&stats[STAT_REMOVED], 1u);
             } else {
-                atomicMin(&stats[STAT_BAD_ID], info[i].x);
+                atomicMin(&stats[STAT_BAD_ID], info_id(info[i]));
             }
             return;
         }
@@ -214,7 +231,7 @@ struct SortWindow {
     unsigned bins;
 };
 
-__device__ __forceinline__ unsigned particle_key(const SortWindow &w, int i, const float4 *pos, const uint2 *info,
+__device__ __forceinline__ unsigned particle_key(const SortWindow &w, int i, const float4 *pos, const Info *info,
                                                  bool &bad) {
     const int4 c = cell_coords(pos[i].w);
     bad = false;
@@ -227,7 +244,7 @@ __device__ __forceinline__ unsigned particle_key(const SortWindow &w, int i, con
     }
 #if TABLE_BINS == 2
     // Buffer particles (kind 2) share the fluid's bin (surge_core::buffers::Kind::bin).
-    return 2u * cell_linear(c.x, c.y, c.z, w.wlo) + (info[i].y == 1u ? 1u : 0u);
+    return 2u * cell_linear(c.x, c.y, c.z, w.wlo) + (info_kind(info[i]) == 1u ? 1u : 0u);
 #else
     return cell_linear(c.x, c.y, c.z, w.wlo);
 #endif
@@ -236,19 +253,19 @@ __device__ __forceinline__ unsigned particle_key(const SortWindow &w, int i, con
 // The particle sort's counts (histogram_kernel with particle_key), recording the lowest id of
 // a particle outside the window.
 extern "C" __global__ void key_histogram_kernel(int n, int wlo, int whi, int held, int own_lo, int own_hi, unsigned bins,
-                                              const float4 *pos, const uint2 *info, unsigned *table, unsigned *stats) {
+                                              const float4 *pos, const Info *info, unsigned *table, unsigned *stats) {
     const SortWindow w = {wlo, whi, held, own_lo, own_hi, bins};
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     bool bad;
     const unsigned k = particle_key(w, i, pos, info, bad);
-    if (bad) atomicMin(&stats[STAT_BAD_ID], info[i].x);
+    if (bad) atomicMin(&stats[STAT_BAD_ID], info_id(info[i]));
     atomicAdd(&table[k + 1u], 1u);
 }
 
 // The particle sort's placement (scatter_kernel with particle_key).
 extern "C" __global__ void key_scatter_kernel(int n, int wlo, int whi, int held, int own_lo, int own_hi, unsigned bins,
-                                              const float4 *pos, const uint2 *info, unsigned *table, unsigned *perm) {
+                                              const float4 *pos, const Info *info, unsigned *table, unsigned *perm) {
     const SortWindow w = {wlo, whi, held, own_lo, own_hi, bins};
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
@@ -390,13 +407,13 @@ extern "C" __global__ void scatter_kernel(int n, const unsigned *key, unsigned s
 // and global id (insertion sort; bins hold tens of particles), so the order, and with it
 // every sum, is the same from run to run; with TABLE_BINS 1 count a cell's fluid into the
 // table's byte (cell_table), or record a count past 255.
-__device__ __forceinline__ unsigned long long bin_order(const uint2 *info, unsigned v) {
-    const uint2 in = info[v];
-    return ((unsigned long long)(in.y == 1u ? 1u : 0u) << 32) | in.x;
+__device__ __forceinline__ unsigned long long bin_order(const Info *info, unsigned v) {
+    const Info in = info[v];
+    return ((unsigned long long)(info_kind(in) == 1u ? 1u : 0u) << 32) | info_id(in);
 }
 
 extern "C" __global__ void order_bins_kernel(unsigned bins, const unsigned *cell_start, unsigned *perm,
-                                             const uint2 *info, unsigned char *fluid, unsigned *stats) {
+                                             const Info *info, unsigned char *fluid, unsigned *stats) {
     unsigned b = blockIdx.x * blockDim.x + threadIdx.x;
     if (b >= bins) return;
     unsigned s = cell_start[b], e = cell_start[b + 1];
@@ -412,13 +429,18 @@ extern "C" __global__ void order_bins_kernel(unsigned bins, const unsigned *cell
     }
 #if TABLE_BINS == 1
     unsigned f = 0;
-    while (s + f < e && info[perm[s + f]].y != 1u) ++f;
+    while (s + f < e && info_kind(info[perm[s + f]]) != 1u) ++f;
     fluid[b] = (unsigned char)min(f, 255u);
     if (f > 255u) atomicMax(&stats[STAT_CELL_FLUID], f);
 #endif
 }
 
 extern "C" __global__ void gather16_kernel(int n, const unsigned *perm, const uint4 *src, uint4 *dst) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) dst[i] = src[perm[i]];
+}
+
+extern "C" __global__ void gather4_kernel(int n, const unsigned *perm, const unsigned *src, unsigned *dst) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) dst[i] = src[perm[i]];
 }
@@ -562,7 +584,7 @@ __device__ __forceinline__ void force_candidate(unsigned j, unsigned mid, float 
 // inner particles); neighbours are any held particle in the window [wlo, whi), whose
 // pressures come from their densities here (no pressure buffer to fill beforehand).
 extern "C" __global__ void __launch_bounds__(256, FORCES_MIN_BLOCKS) forces_kernel(int first, int count, int wlo, int whi, const float4 *__restrict__ pos, const float4 *__restrict__ vel,
-                                         const uint2 *__restrict__ info,
+                                         const Info *__restrict__ info,
                                          const float4 *__restrict__ wall, const float4 *__restrict__ mdbc,
                                          const unsigned *__restrict__ cell_start,
                                          float4 *__restrict__ force, float4 *__restrict__ shift, unsigned *stats,
@@ -574,13 +596,13 @@ extern "C" __global__ void __launch_bounds__(256, FORCES_MIN_BLOCKS) forces_kern
         const float4 p4 = pos[i];
         const float4 v4 = vel[i];
         const int4 ci = cell_coords(p4.w);
-        const bool fluid = info[i].y == 0u;
+        const bool fluid = info_kind(info[i]) == 0u;
         PairParticle pi = {xyz(v4), RHO0 * (1.0f + v4.w), pressure_of(v4.w), MASS};
         Accum acc = {v3(0.0f, 0.0f, 0.0f), 0.0f, 0.0f, v3(0.0f, 0.0f, 0.0f), 0.0f};
         // mDBC: a boundary particle's density comes from mdbc_kernel; it sums nothing here
         // (an empty loop: force 0, density rate 0).
         // A buffer particle of an open boundary (kind 2) sums nothing either: its pass sets it.
-        const bool sums = fluid || (!MDBC && info[i].y == 1u);
+        const bool sums = fluid || (!MDBC && info_kind(info[i]) == 1u);
 #if TABLE_BINS == 1
         // The fluid counts as an argument (their address cell_table would compute): a register
         // fewer held through the loop (ptxas: 36 bytes spilled instead of 52).
@@ -657,7 +679,7 @@ __device__ __forceinline__ void ghost_cell(float3 og, int4 c, int cg[3], float o
 
 template <bool FLUID_ONLY>
 __device__ __forceinline__ void ghost_sums(float3 og, int4 c, int wlo, int whi, const float4 *__restrict__ pos,
-                                           const float4 *vel, const uint2 *__restrict__ info,
+                                           const float4 *vel, const Info *__restrict__ info,
                                            const unsigned *__restrict__ cell_start, GhostSums &s) {
     int cg[3];
     float o[3];
@@ -669,7 +691,7 @@ __device__ __forceinline__ void ghost_sums(float3 og, int4 c, int wlo, int whi, 
         }
     // One fluid-bin particle j of the stencil, b the node's offset from j's cell centre.
     auto candidate = [&](unsigned j, const float b[3]) {
-        if (FLUID_ONLY && info[j].y != 0u) return;
+        if (FLUID_ONLY && info_kind(info[j]) != 0u) return;
         const float4 pj4 = pos[j];
         const float3 r = v3(b[0] - pj4.x, b[1] - pj4.y, b[2] - pj4.z);
         const float r2 = norm2(r);
@@ -715,13 +737,13 @@ __device__ __forceinline__ void ghost_sums(float3 og, int4 c, int wlo, int whi, 
 // constant velocities). A warp's entries go together (one atomicAdd per warp); the order of
 // the warps does not matter, as each entry of mdbc_kernel writes only its own particle.
 extern "C" __global__ void mdbc_list_kernel(int first, int count, const float4 *__restrict__ vel,
-                                            const uint2 *__restrict__ info, const float4 *__restrict__ wall,
+                                            const Info *__restrict__ info, const float4 *__restrict__ wall,
                                             float4 *__restrict__ mdbc, unsigned *__restrict__ list,
                                             unsigned *__restrict__ listed) {
     const int t = blockIdx.x * blockDim.x + threadIdx.x;
     const int i = first + t;
     bool keep = false;
-    if (t < count && info[i].y != 0u) {
+    if (t < count && info_kind(info[i]) != 0u) {
         const float dist = wall[i].w;
         keep = dist > 0.0f && dist < 2.0f * H;
 #if !MDBC_IN_VEL
@@ -865,13 +887,13 @@ __device__ __forceinline__ double open_profile(const double *z, const double x[3
 // from the fluid at its ghost node, its mirror image across the plane (OpenZone::state).
 // Reads only fluid entries of vel and writes only buffer entries.
 extern "C" __global__ void open_kernel(int first, int count, int wlo, int whi, const float4 *__restrict__ pos,
-                                       float4 *vel, const uint2 *__restrict__ info,
+                                       float4 *vel, const Info *__restrict__ info,
                                        const unsigned *__restrict__ cell_start, const double *__restrict__ table,
                                        int nz) {
     const int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= count) return;
     const int i = first + t;
-    if (info[i].y != 2u) return;
+    if (info_kind(info[i]) != 2u) return;
     const float4 p4 = pos[i], v4 = vel[i];
     const int4 ci = cell_coords(p4.w);
     double x[3];
@@ -918,20 +940,20 @@ extern "C" __global__ void open_kernel(int first, int count, int wlo, int whi, c
 // fluid and puts a new buffer particle at n + counters[0] (room must exist), `layers dp`
 // upstream, id + columns * layers (counters[2]: the lowest id past 2^32, else 0xffffffff).
 extern "C" __global__ void open_rebuild_kernel(int first, int count, int n, int write, float4 *pos, float4 *vel,
-                                               uint2 *info, float4 *vel_prev, int has_wall, float4 *wall,
+                                               Info *info, float4 *vel_prev, int has_wall, float4 *wall,
                                                const double *__restrict__ table, int nz, unsigned *counters) {
     const int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= count) return;
     const int i = first + t;
-    const uint2 in = info[i];
-    if (in.y == 1u) return;
+    const Info in = info[i];
+    if (info_kind(in) == 1u) return;
     const float4 p4 = pos[i];
     const int4 c = cell_coords(p4.w);
     double x[3];
     open_absolute(table, c, p4, x);
     // 0 keep, 1 to fluid, 2 to buffer, 3 remove, 4 spawn.
     int act = 0, zk = -1;
-    if (in.y == 0u) {
+    if (info_kind(in) == 0u) {
         for (int k = 0; k < nz && act == 0; ++k) {
             const double *z = table + OPEN_HEAD + OPEN_ZONE * k;
             if (!open_across(z, x)) continue;
@@ -954,8 +976,8 @@ extern "C" __global__ void open_rebuild_kernel(int first, int count, int n, int 
         if (act == 4) atomicAdd(&counters[0], 1u);
         return;
     }
-    if (act == 1 || act == 4) info[i].y = 0u;
-    if (act == 2) info[i].y = 2u;
+    if (act == 1 || act == 4) info[i] = make_info(info_id(in), 0u);
+    if (act == 2) info[i] = make_info(info_id(in), 2u);
     if (act == 3) {
         pos[i].w = removed_word();
         atomicAdd(&counters[1], 1u);
@@ -963,15 +985,15 @@ extern "C" __global__ void open_rebuild_kernel(int first, int count, int n, int 
     if (act == 4) {
         const double *z = table + OPEN_HEAD + OPEN_ZONE * zk;
         const unsigned slot = (unsigned)n + atomicAdd(&counters[0], 1u);
-        const unsigned long long id = (unsigned long long)in.x + (unsigned long long)table[7] * (unsigned long long)z[16];
-        if (id > 0xffffffffull) atomicMin(&counters[2], in.x);
+        const unsigned long long id = (unsigned long long)info_id(in) + (unsigned long long)table[7] * (unsigned long long)z[16];
+        if (id > 0xffffffffull) atomicMin(&counters[2], info_id(in));
         float o[3] = {p4.x, p4.y, p4.z};
         o[(int)z[1]] += (float)(-z[2] * z[4]);
         pos[slot] = make_float4(o[0], o[1], o[2], p4.w);
         vel[slot] = vel[i];
         vel_prev[slot] = vel_prev[i];
         if (has_wall) wall[slot] = wall[i];
-        info[slot] = make_uint2((unsigned)id, 2u);
+        info[slot] = make_info((unsigned)id, 2u);
     }
 }
 #endif
@@ -1018,19 +1040,19 @@ __device__ const double damping_zones[DAMPING][6] = DAMPING_ZONES;
 // turn); with mDBC the mDBC velocity of one too far from the fluid for a ghost node follows.
 // Damping zones (DAMPING) scale fluid velocities at full updates (surge_core::motion::Damping).
 extern "C" __global__ void update_kernel(int n, int which, float dt, float4 *pos, float4 *vel, float4 *vel_prev,
-                                         float4 *pos_prev, const float4 *force, const uint2 *info, const float4 *shift,
+                                         float4 *pos_prev, const float4 *force, const Info *info, const float4 *shift,
                                          unsigned *stats, float4 *wall, float4 *mdbc, int nmoves,
                                          const double *moves) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     float disp = 0.0f, speed = 0.0f;
     if (i < n) {
-        const bool fluid = info[i].y == 0u;
+        const bool fluid = info_kind(info[i]) == 0u;
         const float half = 0.5f * dt;
         const float4 p4 = pos[i], f4 = force[i];
 #if MDBC_IN_VEL
         // A wall particle's velocity buffer holds the last mDBC pass's values; the wall is at
         // rest (compile.rs, mdbc_in_vel).
-        const float4 v4 = info[i].y == 1u ? make_float4(0.0f, 0.0f, 0.0f, vel[i].w) : vel[i];
+        const float4 v4 = info_kind(info[i]) == 1u ? make_float4(0.0f, 0.0f, 0.0f, vel[i].w) : vel[i];
 #else
         const float4 v4 = vel[i];
 #endif
@@ -1071,7 +1093,7 @@ extern "C" __global__ void update_kernel(int n, int which, float dt, float4 *pos
         }
 #endif
 #if MOTION
-        const double *mv = fluid ? nullptr : solid_move(info[i].x, nmoves, moves);
+        const double *mv = fluid ? nullptr : solid_move(info_id(info[i]), nmoves, moves);
         if (mv) {
             const float3 b = which == UPDATE_CORRECTOR ? xyz(pos_prev[i]) : x;
             const int4 c = cell_coords(p4.w);
@@ -1105,7 +1127,7 @@ extern "C" __global__ void update_kernel(int n, int which, float dt, float4 *pos
 #else
         if (!fluid) d1 = fmaxf(d1, 0.0f);
 #endif
-        if (info[i].y == 2u) d1 = d;  // a buffer particle: the density of its last pass
+        if (info_kind(info[i]) == 2u) d1 = d;  // a buffer particle: the density of its last pass
 #if SHIFT
         if (fluid && which != UPDATE_PREDICTOR) {
             const float4 sh = shift[i];
@@ -1130,7 +1152,7 @@ extern "C" __global__ void update_kernel(int n, int which, float dt, float4 *pos
         }
 #endif
         if (!ok) {
-            atomicMin(&stats[STAT_BAD_ID], info[i].x);
+            atomicMin(&stats[STAT_BAD_ID], info_id(info[i]));
             disp = 0.0f;
             speed = 0.0f;
         }
@@ -1184,11 +1206,11 @@ extern "C" __global__ void gauge_sums_kernel(int points, int wlo, int whi, const
 // `below`, of the particles first..first+count (the owned ones); coordinates relative to
 // the domain origin, as order-preserving float bits.
 extern "C" __global__ void front_kernel(int first, int count, int axis, double below_rel, const float4 *pos,
-                                        const uint2 *info, unsigned long long *out) {
+                                        const Info *info, unsigned long long *out) {
     int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= count) return;
     int i = first + t;
-    if (info[i].y != 0u) return;
+    if (info_kind(info[i]) != 0u) return;
     const float4 p = pos[i];
     const int4 c = cell_coords(p.w);
     const double cs[3] = {CSX, CSY, CSZ};

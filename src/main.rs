@@ -638,7 +638,7 @@ fn cmd_check(
                     _ => "compute_80",
                 };
                 let t0 = std::time::Instant::now();
-                let c = surge_cuda::compile::compile(&surge_cuda::compile::defines(&case, &grid), arch)
+                let c = surge_cuda::compile::compile(&surge_cuda::compile::defines(&case, &grid, n as u64), arch)
                     .map_err(|e| Failure(EXIT_RUN_FAILED, e))?;
                 println!(
                     "kernels     {} for {arch} in {:.2} s; neighbour traversal {}",

@@ -158,6 +158,7 @@ struct Kernels {
     order_bins: CudaFunction,
     gather16: CudaFunction,
     gather8: CudaFunction,
+    gather4: CudaFunction,
     forces: CudaFunction,
     /// mDBC cases only (compiled only for them).
     mdbc: Option<CudaFunction>,
@@ -258,7 +259,9 @@ pub struct CudaBackend {
     mdbc_table: Option<(CudaSlice<u32>, Vec<ScanLevel>)>,
     pos: CudaSlice<u32>,
     vel: CudaSlice<u32>,
+    /// Ids and kinds, `info_words` words a particle ([`info_words`]).
     info: CudaSlice<u32>,
+    info_words: usize,
     vel_prev: CudaSlice<u32>,
     pos_prev: Option<CudaSlice<u32>>,
     wall: Option<CudaSlice<u32>>,
@@ -401,7 +404,7 @@ fn cfg(threads: usize) -> LaunchConfig {
 }
 
 /// Queue the gather of the `idx.len()` particles listed in `idx` from `src` (`per` words
-/// each, 2 or 4) to the device memory at `dst`.
+/// each, 1, 2 or 4) to the device memory at `dst`.
 ///
 /// # Safety
 /// The indices must lie below `src`'s particle count; `dst` must hold `per * idx.len()`
@@ -416,9 +419,13 @@ unsafe fn gather(
 ) -> Result<(), DriverError> {
     let m = idx.len();
     let count = m as i32;
-    let mut b = stream.launch_builder(if per == 4 { &k.gather16 } else { &k.gather8 });
+    let mut b = stream.launch_builder(match per {
+        4 => &k.gather16,
+        2 => &k.gather8,
+        _ => &k.gather4,
+    });
     b.arg(&count).arg(idx).arg(src).arg(&dst);
-    // SAFETY: argument types match gather16_kernel / gather8_kernel (a device address for
+    // SAFETY: argument types match gather16_kernel / gather8_kernel / gather4_kernel (a device address for
     // the output); the caller's promises cover the memory.
     unsafe { b.launch(cfg(m)) }.map(|_| ())
 }
@@ -476,6 +483,7 @@ pub fn bytes_per_particle(case: &Case, particles: usize) -> Result<usize, String
     let per_cell = crate::compile::table_bins(&grid);
     Ok(allocated_per_particle(
         gpu_buffers(case),
+        info_words(case, particles as u64),
         case.boundary.is_mdbc(),
         particles,
         particles,
@@ -484,10 +492,33 @@ pub fn bytes_per_particle(case: &Case, particles: usize) -> Result<usize, String
     ))
 }
 
-/// Device bytes per particle held when the buffers (`set`; `mdbc`: the case has mDBC's list
-/// of a word a particle and its second table) have room for `cap` particles.
+/// Words of a particle's id and kind on the GPU, its ids below `ids`: one where they share a
+/// word ([`crate::compile::info_packed`]), else two.
+fn info_words(case: &Case, ids: u64) -> usize {
+    if crate::compile::info_packed(case, ids) {
+        1
+    } else {
+        2
+    }
+}
+
+/// The GPU's id-and-kind word of one where they share it (`Info` in step.cu): the kind in the
+/// top two bits; the ids lie below 2^30 ([`crate::compile::info_packed`]).
+fn pack_info(i: [u32; 2]) -> u32 {
+    i[0] | (i[1] << 30)
+}
+
+/// [`pack_info`] undone.
+fn unpack_info(w: u32) -> [u32; 2] {
+    [w & 0x3fff_ffff, w >> 30]
+}
+
+/// Device bytes per particle held when the buffers (`set`, ids and kinds in `info_words`
+/// words; `mdbc`: the case has mDBC's list of a word a particle and its second table) have
+/// room for `cap` particles.
 fn allocated_per_particle(
     set: BufferSet,
+    info_words: usize,
     mdbc: bool,
     particles: usize,
     cap: usize,
@@ -500,7 +531,8 @@ fn allocated_per_particle(
     let bins = per_cell * cells;
     let tables = 4 * table_words(bins, per_cell) + if mdbc { 4 * (bins + 2) } else { 0 };
     let list = if mdbc { 4 } else { 0 };
-    ((on_gpu.bytes_per_particle() + list) * cap).div_ceil(n) + tables.div_ceil(n)
+    let packed = if set.contains(BufferId::Info) { BufferId::Info.elem_bytes() - 4 * info_words } else { 0 };
+    ((on_gpu.bytes_per_particle() + list - packed) * cap).div_ceil(n) + tables.div_ceil(n)
 }
 
 /// Whether `need` bytes fit in `free` (keeping 5 % spare); if not, the largest dp that would
@@ -618,7 +650,9 @@ impl CudaBackend {
     /// upload the filled particles (all of a case, or the part a device owns: their ids are
     /// kept) and sort them as a device alone.
     pub fn new(case: &Case, filled: &Filled, ordinal: usize) -> Result<CudaBackend, String> {
-        Self::streamed(case, ordinal, filled.len(), |put| put(filled))
+        // The ids held (a part's: the case's may be more; alike on the devices of a test).
+        let ids = filled.id.iter().max().map_or(0, |&m| m as u64 + 1);
+        Self::load(case, ordinal, filled.len(), filled.len(), ids, None, |put| put(filled))
     }
 
     /// As [`CudaBackend::streamed`] for device `me` of a team cut by `map`, its `n`
@@ -627,18 +661,20 @@ impl CudaBackend {
     /// slice: its buffers have the team's headroom ([`team_headroom`]) from the start, so the
     /// first rebuild, which brings the neighbours' copies, does not grow them (a growth holds
     /// a buffer's old and new allocations at once), and its cell table covers its window
-    /// only.
+    /// only. `ids`: the case's particles (their ids lie below it).
+    #[allow(clippy::too_many_arguments)]
     pub fn streamed_in_team(
         case: &Case,
         ordinal: usize,
         n: usize,
+        ids: u64,
         layer: usize,
         map: &SliceMap,
         me: usize,
         fill: impl FnOnce(&mut dyn FnMut(&Filled) -> Result<(), String>) -> Result<(), String>,
     ) -> Result<CudaBackend, String> {
         let headroom = team_headroom(n, layer, map.halo.max(0) as usize);
-        let mut be = Self::load(case, ordinal, n, n + headroom, Some((map, me)), fill)?;
+        let mut be = Self::load(case, ordinal, n, n + headroom, ids, Some((map, me)), fill)?;
         be.headroom = Some(headroom);
         Ok(be)
     }
@@ -655,16 +691,19 @@ impl CudaBackend {
         n: usize,
         fill: impl FnOnce(&mut dyn FnMut(&Filled) -> Result<(), String>) -> Result<(), String>,
     ) -> Result<CudaBackend, String> {
-        // Exactly the particles: alone, a device never holds more.
-        Self::load(case, ordinal, n, n, None, fill)
+        // Exactly the particles (the whole case's: their ids lie below n): alone, a device
+        // never holds more.
+        Self::load(case, ordinal, n, n, n as u64, None, fill)
     }
 
-    /// [`CudaBackend::streamed`] with buffers for `cap >= n` particles.
+    /// [`CudaBackend::streamed`] with buffers for `cap >= n` particles whose ids lie below
+    /// `ids`.
     fn load(
         case: &Case,
         ordinal: usize,
         n: usize,
         cap: usize,
+        ids: u64,
         team: Option<(&SliceMap, usize)>,
         fill: impl FnOnce(&mut dyn FnMut(&Filled) -> Result<(), String>) -> Result<(), String>,
     ) -> Result<CudaBackend, String> {
@@ -704,12 +743,14 @@ impl CudaBackend {
         let buffers = gpu_buffers(case);
         let ctx = CudaContext::new(ordinal).map_err(|e| fail("creating the context", e))?;
         let (free, _) = ctx.mem_get_info().map_err(|e| fail("reading free memory", e))?;
-        let need = allocated_per_particle(buffers, case.boundary.is_mdbc(), n, cap, win.cell_count(), per_cell)
-            * n.max(1)
-            + (1 << 20);
+        let info_words = info_words(case, ids);
+        let need =
+            allocated_per_particle(buffers, info_words, case.boundary.is_mdbc(), n, cap, win.cell_count(), per_cell)
+                * n.max(1)
+                + (1 << 20);
         fits(need, free, case.dp, case.dim).map_err(|e| format!("GPU {ordinal} ({}): {e}", gpu.name))?;
         let t0 = std::time::Instant::now();
-        let compiled = compile(&defines(case, &whole), arch_for(gpu.compute_capability))?;
+        let compiled = compile(&defines(case, &whole, ids), arch_for(gpu.compute_capability))?;
         let compile_note = format!(
             "kernels for {} {} in {:.2} s, neighbour traversal {}",
             arch_for(gpu.compute_capability),
@@ -732,6 +773,7 @@ impl CudaBackend {
             order_bins: f("order_bins_kernel")?,
             gather16: f("gather16_kernel")?,
             gather8: f("gather8_kernel")?,
+            gather4: f("gather4_kernel")?,
             forces: f("forces_kernel")?,
             mdbc: if case.boundary.is_mdbc() { Some(f("mdbc_kernel")?) } else { None },
             mdbc_list: if case.boundary.is_mdbc() { Some(f("mdbc_list_kernel")?) } else { None },
@@ -800,7 +842,8 @@ impl CudaBackend {
             },
             pos: zeros(4 * cap, "positions")?,
             vel: zeros(4 * cap, "velocities")?,
-            info: zeros(2 * cap, "ids")?,
+            info: zeros(info_words * cap, "ids")?,
+            info_words,
             vel_prev: zeros(4 * cap, "velocities")?,
             pos_prev: optional(BufferId::PosPrev, "step-start positions")?,
             wall: optional(BufferId::Wall, "wall normals")?,
@@ -913,6 +956,11 @@ impl CudaBackend {
                 vel.push([v[0] as f32, v[1] as f32, v[2] as f32, filled.rel_density[i]]);
                 info.push([filled.id[i], filled.kind[i] as u32]);
             }
+            let info: Vec<u32> = if self.info_words == 1 {
+                info.iter().map(|&i| pack_info(i)).collect()
+            } else {
+                bytemuck::cast_slice(&info).to_vec()
+            };
             let put = |src: &[u32], dst: &mut CudaSlice<u32>, per: usize, stream: &Arc<CudaStream>| {
                 stream
                     .memcpy_htod(src, &mut dst.slice_mut(per * (at + lo)..per * (at + hi)))
@@ -922,7 +970,7 @@ impl CudaBackend {
             put(bytemuck::cast_slice(&pos), &mut self.pos, 4, &s)?;
             put(bytemuck::cast_slice(&vel), &mut self.vel, 4, &s)?;
             put(bytemuck::cast_slice(&vel), &mut self.vel_prev, 4, &s)?;
-            put(bytemuck::cast_slice(&info), &mut self.info, 2, &s)?;
+            put(&info, &mut self.info, self.info_words, &s)?;
             if with_wall {
                 let wall = self.wall.as_mut().expect("checked");
                 put(bytemuck::cast_slice(&filled.wall[lo..hi]), wall, 4, &s)?;
@@ -1163,7 +1211,7 @@ impl CudaBackend {
         for (buf, per) in [
             (&mut self.pos, 4),
             (&mut self.vel, 4),
-            (&mut self.info, 2),
+            (&mut self.info, self.info_words),
             (&mut self.vel_prev, 4),
             (&mut self.force, 4),
             (&mut self.perm, 1),
@@ -1357,7 +1405,7 @@ impl CudaBackend {
         let idx = self.perm.slice(list);
         let mut at = 0;
         for id in want.iter() {
-            let (src, per) = (self.conserved(id)?, id.elem_bytes() / 4);
+            let (src, per) = (self.conserved(id)?, self.words(id));
             // SAFETY: the list holds m indices below n, and `dst` holds `per * m` words at
             // `at` (the caller's promise).
             unsafe { gather(&self.stream, &self.k, &idx, src, per, dst + 4 * at as u64) }.map_err(|e| fail(what, e))?;
@@ -1368,7 +1416,7 @@ impl CudaBackend {
 
     /// Words a staging buffer needs for `m` particles of this device's conserved buffers.
     fn staging_words(&self, m: usize) -> usize {
-        self.buffers.and(BufferSet::conserved()).iter().map(|id| segment_words(id.elem_bytes() / 4, m)).sum()
+        self.buffers.and(BufferSet::conserved()).iter().map(|id| segment_words(self.words(id), m)).sum()
     }
 
     /// Gather the particles listed in `perm[list]` into this device's staging buffer for the
@@ -1436,7 +1484,7 @@ impl CudaBackend {
         let (stream, n) = (&self.stream, self.n);
         let mut at = 0;
         for id in set.iter() {
-            let per = id.elem_bytes() / 4;
+            let per = self.words(id);
             let dst = self.conserved(id)?.device_ptr(stream).0 + 4 * (per * n) as u64;
             // SAFETY: the source holds `per * m` words at `at` (it holds this buffer's
             // words there); room for n + m particles exists; the source is not rewritten
@@ -1465,18 +1513,42 @@ impl CudaBackend {
         let idx = self.perm.slice(list);
         let scratch = force.device_ptr(stream).0;
         for id in want.iter() {
-            let (src, per) = (self.conserved(id)?, id.elem_bytes() / 4);
+            let (src, per) = (self.conserved(id)?, self.words(id));
             // SAFETY: the list holds m indices below n, the force buffer (the scratch) has
             // room for 4 cap words, per * m at most.
             unsafe { gather(stream, &self.k, &idx, src, per, scratch) }.map_err(|e| fail(what, e))?;
             let dst: &mut [u32] = bytemuck::cast_slice_mut(st.bytes_mut(id));
-            stream.memcpy_dtoh(&force.slice(0..per * m), dst).map_err(|e| fail(what, e))?;
+            stream.memcpy_dtoh(&force.slice(0..per * m), &mut dst[..per * m]).map_err(|e| fail(what, e))?;
         }
         self.settle(what)?;
+        self.to_host_form(&mut st);
+        Ok(st)
+    }
+
+    /// Words a particle of buffer `id` takes on this GPU: its host element's, but the ids and
+    /// kinds ([`info_words`]).
+    fn words(&self, id: BufferId) -> usize {
+        if id == BufferId::Info {
+            self.info_words
+        } else {
+            id.elem_bytes() / 4
+        }
+    }
+
+    /// A state whose buffers were copied from this GPU word for word (the packed ids and
+    /// kinds in the first words of theirs) in the host's form: cells and masses
+    /// ([`to_host_pos`]), ids and kinds in two words, on the whole grid.
+    fn to_host_form(&self, st: &mut ParticleState) {
         let a = st.arrays_mut();
         to_host_pos(&self.whole, self.case.mass as f32, &mut a.pos, &mut a.cell);
+        if self.info_words == 1 {
+            // From the end: word k goes to words 2k and 2k + 1, at or after it.
+            let w: &mut [u32] = bytemuck::cast_slice_mut(&mut a.info);
+            for k in (0..w.len() / 2).rev() {
+                [w[2 * k], w[2 * k + 1]] = unpack_info(w[k]);
+            }
+        }
         st.set_grid(&self.whole);
-        Ok(st)
     }
 
     /// The conserved buffers of a host state ([`ParticleState`]) of this case: the device's
@@ -1489,7 +1561,7 @@ impl CudaBackend {
     /// i < m (through the force buffer, swapped with each 16-byte buffer).
     fn permute(&mut self, m: usize) -> Result<(), String> {
         let count = m as i32;
-        let CudaBackend { stream, k, perm, force: scratch, pos, vel, vel_prev, wall, info, .. } = self;
+        let CudaBackend { stream, k, perm, force: scratch, pos, vel, vel_prev, wall, info, info_words, .. } = self;
         let mut sixteen: Vec<&mut CudaSlice<u32>> = vec![pos, vel, vel_prev];
         if let Some(w) = wall.as_mut() {
             sixteen.push(w);
@@ -1501,13 +1573,14 @@ impl CudaBackend {
             unsafe { b.launch(cfg(m)) }.map_err(|e| fail("gather16_kernel", e))?;
             std::mem::swap(buf, scratch);
         }
-        let mut b = stream.launch_builder(&k.gather8);
+        let w = *info_words;
+        let mut b = stream.launch_builder(if w == 1 { &k.gather4 } else { &k.gather8 });
         b.arg(&count).arg(&*perm).arg(&*info).arg(&mut *scratch);
-        // SAFETY: argument types match gather8_kernel.
-        unsafe { b.launch(cfg(m)) }.map_err(|e| fail("gather8_kernel", e))?;
+        // SAFETY: argument types match gather4_kernel / gather8_kernel.
+        unsafe { b.launch(cfg(m)) }.map_err(|e| fail("gathering ids", e))?;
         if m > 0 {
-            let src = scratch.slice(0..2 * m);
-            stream.memcpy_dtod(&src, &mut info.slice_mut(0..2 * m)).map_err(|e| fail("copying ids", e))?;
+            let src = scratch.slice(0..w * m);
+            stream.memcpy_dtod(&src, &mut info.slice_mut(0..w * m)).map_err(|e| fail("copying ids", e))?;
         }
         Ok(())
     }
@@ -1779,19 +1852,24 @@ impl CudaBackend {
                 // Into the first words of the pinned buffers (a copy takes the destination's
                 // length).
                 let (a, b) = (4 * at, 4 * end);
-                let CudaBackend { stream, pos, vel, info, host_pos, host_vel, host_info, .. } = self;
+                let CudaBackend { stream, pos, vel, info, info_words, host_pos, host_vel, host_info, .. } = self;
                 for (src, dst) in [(&*pos, host_pos), (&*vel, host_vel)] {
                     let dst = &mut dst.as_mut_slice().map_err(|e| fail(what, e))?[..b - a];
                     stream.memcpy_dtoh(&src.slice(a..b), dst).map_err(|e| fail(what, e))?;
                 }
-                let dst = &mut host_info.as_mut_slice().map_err(|e| fail(what, e))?[..2 * m];
-                stream.memcpy_dtoh(&info.slice(2 * at..2 * end), dst).map_err(|e| fail(what, e))?;
+                let w = *info_words;
+                let dst = &mut host_info.as_mut_slice().map_err(|e| fail(what, e))?[..w * m];
+                stream.memcpy_dtoh(&info.slice(w * at..w * end), dst).map_err(|e| fail(what, e))?;
             }
             self.settle(what)?;
             let pos: &[[f32; 4]] = bytemuck::cast_slice(&self.host_pos.as_slice().map_err(|e| fail(what, e))?[..4 * m]);
             let vel: &[[f32; 4]] = bytemuck::cast_slice(&self.host_vel.as_slice().map_err(|e| fail(what, e))?[..4 * m]);
-            let info: &[[u32; 2]] =
-                bytemuck::cast_slice(&self.host_info.as_slice().map_err(|e| fail(what, e))?[..2 * m]);
+            let words = &self.host_info.as_slice().map_err(|e| fail(what, e))?[..self.info_words * m];
+            let info: Vec<[u32; 2]> = if self.info_words == 1 {
+                words.iter().map(|&w| unpack_info(w)).collect()
+            } else {
+                bytemuck::cast_slice(words).to_vec()
+            };
             let c = &self.consts;
             out.id.extend(info.iter().map(|i| i[0]));
             out.kind.extend(info.iter().map(|i| i[1] as u8));
@@ -2010,10 +2088,24 @@ impl CudaBackend {
         }
         let mut pos = a.pos.clone();
         to_device_pos(&self.whole, &mut pos, &a.cell);
+        let info: Vec<u32> = if self.info_words == 1 {
+            if let Some(i) = a.info.iter().find(|i| i[0] >= 1 << 30) {
+                return Err(format!(
+                    "particle {} has an id past 2^30, which this case's kernels keep in 30 bits",
+                    i[0]
+                ));
+            }
+            a.info.iter().map(|&i| pack_info(i)).collect()
+        } else {
+            Vec::new()
+        };
         for id in want.iter() {
-            let per = id.elem_bytes() / 4;
-            let src: &[u32] =
-                if id == BufferId::Pos { bytemuck::cast_slice(&pos) } else { bytemuck::cast_slice(state.bytes(id)) };
+            let per = self.words(id);
+            let src: &[u32] = match id {
+                BufferId::Pos => bytemuck::cast_slice(&pos),
+                BufferId::Info if self.info_words == 1 => &info,
+                _ => bytemuck::cast_slice(state.bytes(id)),
+            };
             if src.len() != per * state.len() {
                 return Err(format!("buffer `{}` holds {} words for {} particles", id.name(), src.len(), state.len()));
             }
@@ -2033,18 +2125,18 @@ impl CudaBackend {
         }
         let stream = &self.stream;
         for id in want.iter() {
-            let per = id.elem_bytes() / 4;
+            let per = self.words(id);
             let dst: &mut [u32] = bytemuck::cast_slice_mut(out.bytes_mut(id));
             let src = self.conserved(id)?;
             if !r.is_empty() {
                 let view = src.slice(per * r.start..per * r.end);
-                stream.memcpy_dtoh(&view, dst).map_err(|e| fail("copying the particle state", e))?;
+                stream
+                    .memcpy_dtoh(&view, &mut dst[..per * r.len()])
+                    .map_err(|e| fail("copying the particle state", e))?;
             }
         }
         self.settle("copying the particle state")?;
-        let a = out.arrays_mut();
-        to_host_pos(&self.whole, self.case.mass as f32, &mut a.pos, &mut a.cell);
-        out.set_grid(&self.whole);
+        self.to_host_form(out);
         Ok(())
     }
 
@@ -2091,6 +2183,7 @@ impl Backend for CudaBackend {
     fn bytes_per_particle(&self) -> usize {
         allocated_per_particle(
             self.buffers,
+            self.info_words,
             self.mdbc_table.is_some(),
             self.n,
             self.cap,
@@ -2584,9 +2677,11 @@ mod tests {
         let on_gpu = set.bytes_per_particle() - BufferId::Press.elem_bytes();
         let n = 1_000_000;
         // A device alone: its buffers and the two table words.
-        assert!(allocated_per_particle(set, false, n, n, 0, 2) <= on_gpu + 1);
+        assert!(allocated_per_particle(set, 2, false, n, n, 0, 2) <= on_gpu + 1);
+        // Ids and kinds in one word: 4 bytes less.
+        assert!(allocated_per_particle(set, 1, false, n, n, 0, 2) <= on_gpu - 3);
         // In a team: 1.3 times the buffers (plus 1024 particles' worth).
-        let b = allocated_per_particle(set, false, n, capacity_for(n), 0, 2);
+        let b = allocated_per_particle(set, 2, false, n, capacity_for(n), 0, 2);
         assert!(b >= (on_gpu * 13).div_ceil(10) && b <= (on_gpu * 13).div_ceil(10) + 2, "{b} for {on_gpu}");
     }
 }

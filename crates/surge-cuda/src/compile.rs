@@ -91,10 +91,19 @@ pub fn table_bins(grid: &Grid) -> usize {
     }
 }
 
-/// The `-D` defines of a case on a grid: option switches (`MDBC`: 0 DBC, 1 mDBC no-slip,
-/// 2 mDBC free slip), and the case's [`Constants`] (the
-/// values the CPU uses) as float literals.
-pub fn defines(case: &Case, grid: &Grid) -> BTreeMap<&'static str, String> {
+/// Whether the GPU keeps a particle's id and kind in one word (`INFO_PACKED`: the kind in its
+/// top two bits, 4 bytes a particle less): a case without open boundaries (whose inlets make
+/// new ids) whose `ids` (the whole fill's particles: ids are 0..ids) lie below 2^30.
+/// `SURGE_CUDA_INFO_PACKED=0` keeps two words.
+pub fn info_packed(case: &Case, ids: u64) -> bool {
+    let off = std::env::var("SURGE_CUDA_INFO_PACKED").ok().is_some_and(|v| v.trim() == "0");
+    !off && case.open.is_empty() && ids <= 1 << 30
+}
+
+/// The `-D` defines of a case on a grid, its particles' ids below `ids` ([`info_packed`]):
+/// option switches (`MDBC`: 0 DBC, 1 mDBC no-slip, 2 mDBC free slip), and the case's
+/// [`Constants`] (the values the CPU uses) as float literals.
+pub fn defines(case: &Case, grid: &Grid, ids: u64) -> BTreeMap<&'static str, String> {
     let mut d = BTreeMap::new();
     let c = Constants::of(case);
     let kernel = match case.kernel {
@@ -184,6 +193,7 @@ pub fn defines(case: &Case, grid: &Grid) -> BTreeMap<&'static str, String> {
     // table of one bin a cell keeps its fluid counts).
     d.insert("TABLE_BINS", table_bins(grid).to_string());
     d.insert("LAYER_CELLS", grid.layer_cells().to_string());
+    d.insert("INFO_PACKED", u8::from(info_packed(case, ids)).to_string());
     // Tuning: resident blocks per multiprocessor the force kernel is compiled for (default 6).
     if let Some(b) = std::env::var("SURGE_CUDA_MIN_BLOCKS").ok().filter(|v| v.parse::<u32>().is_ok()) {
         d.insert("FORCES_MIN_BLOCKS", b);

@@ -78,7 +78,8 @@ fn every_kernel_specialisation_compiles() {
                             .into();
                             let case = Case::from_str(base, &o).unwrap_or_else(|e| panic!("{e}"));
                             let grid = Grid::new(&case, case.split_axis()).unwrap();
-                            let d = defines(&case, &grid);
+                            let d = defines(&case, &grid, 1000);
+                            assert_eq!(d["INFO_PACKED"], "1");
                             let c = compile(&d, "compute_90").unwrap_or_else(|e| panic!("{o:?}: {e}"));
                             assert!(!c.cached);
                             for k in [
@@ -123,7 +124,8 @@ fn every_kernel_specialisation_compiles() {
                     let case = Case::from_str(base, &o).unwrap_or_else(|e| panic!("{e}"));
                     assert_eq!(surge_cuda::compile::mdbc_in_vel(&case), !gauge);
                     let grid = Grid::new(&case, case.split_axis()).unwrap();
-                    let c = compile(&defines(&case, &grid), "compute_90").unwrap_or_else(|e| panic!("{o:?}: {e}"));
+                    let c =
+                        compile(&defines(&case, &grid, 1000), "compute_90").unwrap_or_else(|e| panic!("{o:?}: {e}"));
                     for k in ["forces_kernel", "mdbc_kernel", "update_kernel"] {
                         assert!(c.ptx.contains(&format!(".entry {k}")), "{k} missing for {o:?}");
                     }
@@ -140,8 +142,9 @@ fn every_kernel_specialisation_compiles() {
                 [format!("physics.boundary={{kind=\"{boundary}\"}}"), format!("gpu.traversal=\"{traversal}\"")].into();
             let case = Case::from_str(base, &o).unwrap_or_else(|e| panic!("{e}"));
             let grid = Grid::new(&case, case.split_axis()).unwrap();
-            let d = defines(&case, &grid);
-            assert_eq!(d["TABLE_BINS"], "1");
+            // And ids past 2^30: two words of id and kind.
+            let d = defines(&case, &grid, 1 << 31);
+            assert_eq!((d["TABLE_BINS"].as_str(), d["INFO_PACKED"].as_str()), ("1", "0"));
             let c = compile(&d, "compute_90").unwrap_or_else(|e| panic!("{o:?}: {e}"));
             for k in ["forces_kernel", "order_bins_kernel", "gauge_sums_kernel", "boundary_loads_kernel"] {
                 assert!(c.ptx.contains(&format!(".entry {k}")), "{k} missing for {o:?}");

@@ -399,7 +399,7 @@ pub fn simulation_on(case: &Case, req: &DeviceRequest, cluster: Arc<dyn Cluster>
                         // walk less (the host holds 2 bytes a particle of the share more).
                         let slab = slab_override().unwrap_or(SLAB_PARTICLES.max(n as u64 / 8));
                         let slabs = slabs_of(&c.counts, lo..hi, slab);
-                        CudaBackend::streamed_in_team(&case, ord, n, layer, &map, d, |put| {
+                        CudaBackend::streamed_in_team(&case, ord, n, c.total, layer, &map, d, |put| {
                             slabs.into_iter().try_for_each(|r| put(&fill_layers(&case, &grid, &c, r)))
                         })
                         .map(|b| Box::new(b) as Box<dyn Backend>)
