@@ -250,28 +250,22 @@ __device__ __forceinline__ unsigned particle_key(const SortWindow &w, int i, con
 #endif
 }
 
-// The particle sort's counts (histogram_kernel with particle_key), recording the lowest id of
-// a particle outside the window.
-extern "C" __global__ void key_histogram_kernel(int n, int wlo, int whi, int held, int own_lo, int own_hi, unsigned bins,
-                                              const float4 *pos, const Info *info, unsigned *table, unsigned *stats) {
+// The particle sort's counts (perm null: histogram_kernel with particle_key), recording the
+// lowest id of a particle outside the window, or its placement (scatter_kernel).
+extern "C" __global__ void key_sort_kernel(int n, int wlo, int whi, int held, int own_lo, int own_hi, unsigned bins,
+                                           const float4 *pos, const Info *info, unsigned *table, unsigned *perm,
+                                           unsigned *stats) {
     const SortWindow w = {wlo, whi, held, own_lo, own_hi, bins};
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     bool bad;
     const unsigned k = particle_key(w, i, pos, info, bad);
-    if (bad) atomicMin(&stats[STAT_BAD_ID], info_id(info[i]));
-    atomicAdd(&table[k + 1u], 1u);
-}
-
-// The particle sort's placement (scatter_kernel with particle_key).
-extern "C" __global__ void key_scatter_kernel(int n, int wlo, int whi, int held, int own_lo, int own_hi, unsigned bins,
-                                              const float4 *pos, const Info *info, unsigned *table, unsigned *perm) {
-    const SortWindow w = {wlo, whi, held, own_lo, own_hi, bins};
-    const int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    bool bad;
-    const unsigned k = particle_key(w, i, pos, info, bad);
-    perm[atomicAdd(&table[k + 1u], 1u)] = (unsigned)i;
+    if (perm) {
+        perm[atomicAdd(&table[k + 1u], 1u)] = (unsigned)i;
+    } else {
+        if (bad) atomicMin(&stats[STAT_BAD_ID], info_id(info[i]));
+        atomicAdd(&table[k + 1u], 1u);
+    }
 }
 
 // First half of a rebuild: of the owned particles first..first+count, count those whose

@@ -58,7 +58,7 @@ pub(crate) fn skin_fraction(case: &Case) -> f64 {
 }
 
 /// Particles a host image holds at a time: the fill's upload and the snapshots go through
-/// buffers of this many particles (56 bytes each pinned, 72 in the upload's images), so
+/// buffers of this many particles (40 bytes each pinned, 44 in the upload's images), so
 /// the host never holds a second copy of a device's particles.
 pub const HOST_CHUNK: usize = 1 << 20;
 /// Threads per block of the particle kernels.
@@ -147,8 +147,7 @@ pub fn headroom_layers(halo: usize) -> usize {
 
 struct Kernels {
     rekey: CudaFunction,
-    key_histogram: CudaFunction,
-    key_scatter: CudaFunction,
+    key_sort: CudaFunction,
     classify: CudaFunction,
     histogram: CudaFunction,
     scan_sum: CudaFunction,
@@ -425,8 +424,8 @@ unsafe fn gather(
         _ => &k.gather4,
     });
     b.arg(&count).arg(idx).arg(src).arg(&dst);
-    // SAFETY: argument types match gather16_kernel / gather8_kernel / gather4_kernel (a device address for
-    // the output); the caller's promises cover the memory.
+    // SAFETY: argument types match gather16_kernel / gather8_kernel / gather4_kernel (a
+    // device address for the output); the caller's promises cover the memory.
     unsafe { b.launch(cfg(m)) }.map(|_| ())
 }
 
@@ -460,8 +459,9 @@ fn segment_words(per: usize, m: usize) -> usize {
 }
 
 /// The buffers a case holds on a GPU: [`BufferSet::for_case`] less the pressure (computed
-/// where it is used), the cell (in pos.w), the sort key (computed where it is used) and, where the mDBC values live in the velocity buffer
-/// ([`crate::compile::mdbc_in_vel`]), the mDBC buffer.
+/// where it is used), the cell (in pos.w), the sort key (computed where it is used) and,
+/// where the mDBC values live in the velocity buffer ([`crate::compile::mdbc_in_vel`]), the
+/// mDBC buffer. The ids and kinds may take one word instead of two ([`info_words`]).
 pub fn gpu_buffers(case: &Case) -> BufferSet {
     // The cell lives in pos.w ([`cell_word`]), the mass is the case's; the sort computes its
     // keys where it uses them.
@@ -762,8 +762,7 @@ impl CudaBackend {
         let f = |name: &str| module.load_function(name).map_err(|e| fail(&format!("loading {name}"), e));
         let k = Kernels {
             rekey: f("rekey_kernel")?,
-            key_histogram: f("key_histogram_kernel")?,
-            key_scatter: f("key_scatter_kernel")?,
+            key_sort: f("key_sort_kernel")?,
             classify: f("classify_kernel")?,
             histogram: f("histogram_kernel")?,
             scan_sum: f("scan_sum_kernel")?,
@@ -1604,14 +1603,17 @@ impl CudaBackend {
         self.reset_stats()?;
         self.stream.memset_zeros(&mut self.cell_start).map_err(|e| fail("clearing the cell table", e))?;
         {
-            let mut b = self.stream.launch_builder(&self.k.key_histogram);
+            // The counts: no permutation (a null pointer).
+            let no_perm = 0u64;
+            let mut b = self.stream.launch_builder(&self.k.key_sort);
             b.arg(&n).arg(&wlo).arg(&whi).arg(&held).arg(&own_lo).arg(&own_hi).arg(&bins);
-            b.arg(&self.pos).arg(&self.info).arg(&mut self.cell_start).arg(&mut self.stats);
-            // SAFETY: argument types match key_histogram_kernel; every buffer holds n
-            // elements; keys are at most bins, and the cell table has bins + 2 values.
-            unsafe { b.launch(cfg(self.n)) }.map_err(|e| fail("key_histogram_kernel", e))?;
+            b.arg(&self.pos).arg(&self.info).arg(&mut self.cell_start).arg(&no_perm).arg(&mut self.stats);
+            // SAFETY: argument types match key_sort_kernel (a null `perm`: the counts); every
+            // buffer holds n elements; keys are at most bins, and the cell table has bins + 2
+            // values.
+            unsafe { b.launch(cfg(self.n)) }.map_err(|e| fail("key_sort_kernel (counts)", e))?;
         }
-        let s = self.read_stats("key_histogram_kernel")?;
+        let s = self.read_stats("key_sort_kernel")?;
         if s[STAT_BAD_ID] != u32::MAX {
             return Err(Failure::Device(format!(
                 "particle {} lies outside the window of device {} after a rebuild",
@@ -1620,11 +1622,12 @@ impl CudaBackend {
         }
         self.scan_counts()?;
         {
-            let mut b = self.stream.launch_builder(&self.k.key_scatter);
+            let mut b = self.stream.launch_builder(&self.k.key_sort);
             b.arg(&n).arg(&wlo).arg(&whi).arg(&held).arg(&own_lo).arg(&own_hi).arg(&bins);
-            b.arg(&self.pos).arg(&self.info).arg(&mut self.cell_start).arg(&mut self.perm);
-            // SAFETY: argument types match key_scatter_kernel; the keys are the histogram's.
-            unsafe { b.launch(cfg(self.n)) }.map_err(|e| fail("key_scatter_kernel", e))?;
+            b.arg(&self.pos).arg(&self.info).arg(&mut self.cell_start).arg(&mut self.perm).arg(&mut self.stats);
+            // SAFETY: argument types match key_sort_kernel; the keys are the counts'; perm
+            // holds cap >= n entries.
+            unsafe { b.launch(cfg(self.n)) }.map_err(|e| fail("key_sort_kernel (placement)", e))?;
             let bins = self.bins as u32;
             // The fluid counts (one bin a cell): the table's bytes after its bins + 2 starts.
             let fluid = self.cell_start.device_ptr(&self.stream).0 + 4 * (self.bins as u64 + 2);

@@ -74,11 +74,12 @@ pub fn host_needed(case: &Case, gpu: bool, devices: usize, share: f64, writes: b
     // it is allowed for).
     let slabs = (2 * crate::SLAB_PARTICLES * devices.max(1) as u64).max(if devices > 1 { built / 4 } else { 0 });
     let filled = built.min(slabs);
-    // Per device: the upload's images (72 bytes a particle, 88 with wall normals) and the
-    // pinned snapshot buffers (56), of one chunk each (at most the device's particles).
+    // Per device: the upload's images (at most the host state's bytes a particle: 72, 88
+    // with wall normals) and the pinned snapshot buffers (40), of one chunk each (at most the
+    // device's particles).
     let state = set.and(BufferSet::conserved()).bytes_per_particle() as u64;
     let each = ((n as f64 * share) as u64).div_ceil(devices.max(1) as u64);
-    let chunk = devices as u64 * each.min(surge_cuda::HOST_CHUNK as u64) * (state + 56);
+    let chunk = devices as u64 * each.min(surge_cuda::HOST_CHUNK as u64) * (state + 40);
     let load = filled * FILL_BYTES + chunk;
     let run = if writes { (n as f64 * share) as u64 * (OUTPUT_BYTES + state) } else { 0 } + chunk;
     Ok(BASE_BYTES + load.max(run))
