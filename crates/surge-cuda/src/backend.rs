@@ -720,8 +720,8 @@ impl CudaBackend {
         let (map, me) = team.unwrap_or((&single, 0));
         let (wl, wh) = map.window(me);
         let win = whole.windowed(wl, wh);
-        let per_cell = crate::compile::table_bins(&whole);
-        let bins = per_cell * win.cell_count();
+        let mut per_cell = crate::compile::table_bins(&whole);
+        let mut bins = per_cell * win.cell_count();
         // Sort keys (the cell in the window, and `bins` for the dropped) and the cell table's
         // indices are 32-bit, and so is a cell word ([`cell_word`]) on the whole grid.
         if whole.cell_count() >= u32::MAX as usize {
@@ -744,19 +744,32 @@ impl CudaBackend {
         let ctx = CudaContext::new(ordinal).map_err(|e| fail("creating the context", e))?;
         let (free, _) = ctx.mem_get_info().map_err(|e| fail("reading free memory", e))?;
         let info_words = info_words(case, ids);
-        let need =
+        let need_with = |per_cell: usize| {
             allocated_per_particle(buffers, info_words, case.boundary.is_mdbc(), n, cap, win.cell_count(), per_cell)
                 * n.max(1)
-                + (1 << 20);
-        fits(need, free, case.dp, case.dim).map_err(|e| format!("GPU {ordinal} ({}): {e}", gpu.name))?;
+                + (1 << 20)
+        };
+        // A device whose particles do not fit with two bins a cell takes one (5 bytes a cell
+        // instead of 8; the same order, so the same results), and a case that fits neither
+        // way is refused with the largest dp that fits with one: a billion particles on one
+        // H100 need it. Devices of a team may differ: the table is the device's own.
+        let (dp, dim) = (case.dp, case.dim);
+        let compact = per_cell == 2 && fits(need_with(2), free, dp, dim).is_err();
+        if compact {
+            (per_cell, bins) = (1, win.cell_count());
+        }
+        fits(need_with(per_cell), free, dp, dim).map_err(|e| format!("GPU {ordinal} ({}): {e}", gpu.name))?;
         let t0 = std::time::Instant::now();
-        let compiled = compile(&defines(case, &whole, ids), arch_for(gpu.compute_capability))?;
+        let mut defs = defines(case, &whole, ids);
+        defs.insert("TABLE_BINS", per_cell.to_string());
+        let compiled = compile(&defs, arch_for(gpu.compute_capability))?;
         let compile_note = format!(
-            "kernels for {} {} in {:.2} s, neighbour traversal {}",
+            "kernels for {} {} in {:.2} s, neighbour traversal {}{}",
             arch_for(gpu.compute_capability),
             if compiled.cached { "loaded from the cache" } else { "compiled by NVRTC" },
             t0.elapsed().as_secs_f64(),
-            traversal_note(case, &whole)
+            traversal_note(case, &whole),
+            if compact { ", a cell table of one bin a cell (two do not fit the GPU)" } else { "" }
         );
         let module = ctx.load_module(compiled.ptx.into()).map_err(|e| fail("loading the kernels", e))?;
         let f = |name: &str| module.load_function(name).map_err(|e| fail(&format!("loading {name}"), e));

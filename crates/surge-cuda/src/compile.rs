@@ -81,7 +81,8 @@ pub fn mdbc_in_vel(case: &Case) -> bool {
 /// boundary's) where twice the whole grid's cells fit in the 32-bit sort keys, else one with a
 /// byte of fluid count a cell (5 bytes a cell instead of 8, 0.5 % more time a step); the
 /// order and the results are the same. `SURGE_CUDA_TABLE_BINS=1` takes one bin on any grid
-/// (tests, and memory over speed).
+/// (tests, and memory over speed); a device whose particles fit its memory only with one
+/// takes it too (`CudaBackend`'s load, which sets `TABLE_BINS` itself).
 pub fn table_bins(grid: &Grid) -> usize {
     let forced = std::env::var("SURGE_CUDA_TABLE_BINS").ok().is_some_and(|v| v.trim() == "1");
     if !forced && 2 * grid.whole().cell_count() + 2 <= u32::MAX as usize {
