@@ -513,6 +513,16 @@ fn unpack_info(w: u32) -> [u32; 2] {
     [w & 0x3fff_ffff, w >> 30]
 }
 
+/// Ids and kinds copied from a GPU that packs them ([`pack_info`]) into the first half of
+/// `info`'s words, unpacked in place.
+fn unpack_infos(info: &mut [[u32; 2]]) {
+    let w: &mut [u32] = bytemuck::cast_slice_mut(info);
+    // From the end: word k goes to words 2k and 2k + 1, at or after it.
+    for k in (0..w.len() / 2).rev() {
+        [w[2 * k], w[2 * k + 1]] = unpack_info(w[k]);
+    }
+}
+
 /// Device bytes per particle held when the buffers (`set`, ids and kinds in `info_words`
 /// words; `mdbc`: the case has mDBC's list of a word a particle and its second table) have
 /// room for `cap` particles.
@@ -1554,11 +1564,7 @@ impl CudaBackend {
         let a = st.arrays_mut();
         to_host_pos(&self.whole, self.case.mass as f32, &mut a.pos, &mut a.cell);
         if self.info_words == 1 {
-            // From the end: word k goes to words 2k and 2k + 1, at or after it.
-            let w: &mut [u32] = bytemuck::cast_slice_mut(&mut a.info);
-            for k in (0..w.len() / 2).rev() {
-                [w[2 * k], w[2 * k + 1]] = unpack_info(w[k]);
-            }
+            unpack_infos(&mut a.info);
         }
         st.set_grid(&self.whole);
     }
@@ -2629,7 +2635,10 @@ impl Interpolate for CudaBackend {
 
 #[cfg(test)]
 mod tests {
-    use super::{allocated_per_particle, capacity_for, cell_of_word, cell_word, fits, team_headroom};
+    use super::{
+        allocated_per_particle, capacity_for, cell_of_word, cell_word, fits, pack_info, team_headroom, to_device_pos,
+        to_host_pos, unpack_infos,
+    };
     use surge_core::buffers::{BufferId, BufferSet};
     use surge_core::grid::Grid;
 
@@ -2661,7 +2670,28 @@ mod tests {
             }
             // The last cell is the largest word.
             assert_eq!(seen[1] as usize, g.cell_count() - 1);
+            // Positions there and back: the offsets kept, the cells and the mass restored.
+            let cells = [[0, 0, 0, 0], [n[0] - 1, n[1] - 1, n[2] - 1, 0], [1, 0, n[2] / 3, 0]];
+            let host: Vec<[f32; 4]> = (0..3).map(|k| [0.1 * k as f32, -0.02, 0.03, 0.5]).collect();
+            let mut pos = host.clone();
+            to_device_pos(&g, &mut pos, &cells);
+            let mut back = [[9; 4]; 3];
+            to_host_pos(&g, 0.5, &mut pos, &mut back);
+            assert_eq!((pos, back), (host, cells));
         }
+    }
+
+    #[test]
+    fn ids_and_kinds_packed_on_the_gpu_unpack_in_place() {
+        let infos = [[0, 0], [1, 1], [7, 2], [(1 << 30) - 1, 1], [123_456_789, 0]];
+        // As the GPU gives them: its packed words in the first half of the host's array.
+        let mut host = [[0u32; 2]; 5];
+        let words: &mut [u32] = bytemuck::cast_slice_mut(&mut host);
+        for (k, i) in infos.iter().enumerate() {
+            words[k] = pack_info(*i);
+        }
+        unpack_infos(&mut host);
+        assert_eq!(host, infos);
     }
 
     #[test]
