@@ -404,6 +404,9 @@ fn cmd_check(
         + surge_cpu::list_bytes_per_particle(&case, &grid, fluid as u64, n as u64);
     let gpu_bpp = surge_cuda::bytes_per_particle(&case, n)
         .map_err(|e| Failure(EXIT_BAD_INPUT, format!("{}: {e}", path.display())))?;
+    // What a GPU holds where two bins a cell do not fit its memory.
+    let gpu_compact = surge_cuda::bytes_per_particle_with(&case, n, 1)
+        .map_err(|e| Failure(EXIT_BAD_INPUT, format!("{}: {e}", path.display())))?;
     let visc = match case.viscosity {
         Viscosity::Artificial { alpha } => format!("artificial (alpha {alpha})"),
         Viscosity::Laminar { nu } => format!("laminar (nu {nu} m²/s)"),
@@ -550,9 +553,14 @@ fn cmd_check(
         case.end_time
     );
     println!(
-        "memory      {:.1} MB on cpu ({cpu_bpp} bytes/particle), {:.1} MB on a GPU ({gpu_bpp} bytes/particle)",
+        "memory      {:.1} MB on cpu ({cpu_bpp} bytes/particle), {:.1} MB on a GPU ({gpu_bpp} bytes/particle{})",
         (cpu_bpp * n) as f64 / 1e6,
-        (gpu_bpp * n) as f64 / 1e6
+        (gpu_bpp * n) as f64 / 1e6,
+        if gpu_compact < gpu_bpp {
+            format!("; {gpu_compact} with one bin a cell, which a GPU takes where two do not fit")
+        } else {
+            String::new()
+        }
     );
     let gpu = match common.backend {
         BackendArg::Cpu => false,

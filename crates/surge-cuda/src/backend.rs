@@ -480,7 +480,13 @@ pub fn gpu_buffers(case: &Case) -> BufferSet {
 /// device also keeps headroom ([`team_headroom`]) and reports what it holds.
 pub fn bytes_per_particle(case: &Case, particles: usize) -> Result<usize, String> {
     let grid = crate::grid_for(case)?;
-    let per_cell = crate::compile::table_bins(&grid);
+    bytes_per_particle_with(case, particles, crate::compile::table_bins(&grid))
+}
+
+/// [`bytes_per_particle`] with the cell table of `per_cell` bins a cell: 1 is what a GPU
+/// takes where two do not fit its memory ([`CudaBackend`]'s load).
+pub fn bytes_per_particle_with(case: &Case, particles: usize, per_cell: usize) -> Result<usize, String> {
+    let grid = crate::grid_for(case)?;
     Ok(allocated_per_particle(
         gpu_buffers(case),
         info_words(case, particles as u64),
