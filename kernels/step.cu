@@ -172,8 +172,8 @@ __device__ void block_max2(float a, float b, unsigned *stats, int ia, int ib) {
 // Move the particles first..first+count to the cells that hold them (wrapping periodic
 // axes, on the whole grid); a particle outside the domain or not finite keeps its cell. With
 // `remove`, a fluid particle whose position is finite but outside the domain is marked
-// (pos.w = CELL_REMOVED: the classification and the sort drop it) and counted; any other records its
-// id (the rebuild fails). grid.rekey and surge-cpu's sort::rekey are the twins.
+// (pos.w = CELL_REMOVED: the classification and the sort drop it) and counted; any other
+// records its id (the rebuild fails). grid.rekey and surge-cpu's sort::rekey are the twins.
 extern "C" __global__ void rekey_kernel(int first, int count, int remove, float4 *pos, const Info *info,
                                         unsigned *stats) {
     int t = blockIdx.x * blockDim.x + threadIdx.x;
@@ -725,11 +725,12 @@ __device__ __forceinline__ void ghost_sums(float3 og, int4 c, int wlo, int whi, 
 // ---- mDBC --------------------------------------------------------------------------
 
 #if MDBC
-// At the end of each rebuild: list in `list` (kept until the next rebuild) the boundary particles of first..first+count whose ghost node lies within the
-// support (0 < dist < 2h), `listed[0]` of them (zeroed before); the others' mdbc values
-// become their own velocity and density, as they stay until the next rebuild (walls move at
-// constant velocities). A warp's entries go together (one atomicAdd per warp); the order of
-// the warps does not matter, as each entry of mdbc_kernel writes only its own particle.
+// At the end of each rebuild: list in `list` (kept until the next rebuild) the boundary
+// particles of first..first+count whose ghost node lies within the support (0 < dist < 2h),
+// `listed[0]` of them (zeroed before); the others' mdbc values become their own velocity and
+// density, as they stay until the next rebuild (walls move at constant velocities). A warp's
+// entries go together (one atomicAdd per warp); the order of the warps does not matter, as
+// each entry of mdbc_kernel writes only its own particle.
 extern "C" __global__ void mdbc_list_kernel(int first, int count, const float4 *__restrict__ vel,
                                             const Info *__restrict__ info, const float4 *__restrict__ wall,
                                             float4 *__restrict__ mdbc, unsigned *__restrict__ list,

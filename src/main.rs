@@ -405,7 +405,7 @@ fn cmd_check(
     let gpu_bpp = surge_cuda::bytes_per_particle(&case, n)
         .map_err(|e| Failure(EXIT_BAD_INPUT, format!("{}: {e}", path.display())))?;
     // What a GPU holds where two bins a cell do not fit its memory.
-    let gpu_compact = surge_cuda::bytes_per_particle_with(&case, n, 1)
+    let gpu_compact = surge_cuda::bytes_per_particle_with(&case, n, Some(1))
         .map_err(|e| Failure(EXIT_BAD_INPUT, format!("{}: {e}", path.display())))?;
     let visc = match case.viscosity {
         Viscosity::Artificial { alpha } => format!("artificial (alpha {alpha})"),
@@ -646,7 +646,11 @@ fn cmd_check(
                     _ => "compute_80",
                 };
                 let t0 = std::time::Instant::now();
-                let c = surge_cuda::compile::compile(&surge_cuda::compile::defines(&case, &grid, n as u64), arch)
+                // On the GPU's grid (finer than the CPU's), as a run compiles them: the cache
+                // then serves the run.
+                let gpu_grid = surge_cuda::grid_for(&case)
+                    .map_err(|e| Failure(EXIT_BAD_INPUT, format!("{}: {e}", path.display())))?;
+                let c = surge_cuda::compile::compile(&surge_cuda::compile::defines(&case, &gpu_grid, n as u64), arch)
                     .map_err(|e| Failure(EXIT_RUN_FAILED, e))?;
                 println!(
                     "kernels     {} for {arch} in {:.2} s; neighbour traversal {}",

@@ -171,6 +171,17 @@ impl Grid {
         (((c[a] - self.window.0) as usize * self.n[b] as usize) + c[b] as usize) * self.n[f] as usize + c[f] as usize
     }
 
+    /// The cell of a linear index inside the window ([`Grid::linear`] undone), 0 in w.
+    pub fn cell_of(&self, k: usize) -> [i32; 4] {
+        let [a, b, f] = self.order;
+        let (nb, nf) = (self.n[b] as usize, self.n[f] as usize);
+        let mut c = [0i32; 4];
+        c[f] = (k % nf) as i32;
+        c[b] = (k / nf % nb) as i32;
+        c[a] = (k / nf / nb) as i32 + self.window.0;
+        c
+    }
+
     /// True when the cell's layer lies in the window.
     #[inline(always)]
     pub fn in_window(&self, c: [i32; 4]) -> bool {
@@ -284,6 +295,18 @@ mod tests {
         )
         .unwrap();
         Grid::new(&case, 0).unwrap()
+    }
+
+    #[test]
+    fn a_linear_index_gives_back_its_cell() {
+        let g = grid();
+        let top = g.n[1] - 1;
+        for c in [[0, 0, 0, 0], [g.n[0] - 1, top, 0, 0], [7, top, 0, 0], [3, 1, 0, 0]] {
+            assert_eq!(g.cell_of(g.linear([c[0], c[1], c[2]])), c);
+        }
+        // In a window: indices count from its first layer.
+        let w = g.windowed(5, 12);
+        assert_eq!(w.cell_of(w.linear([7, top, 0])), [7, top, 0, 0]);
     }
 
     #[test]

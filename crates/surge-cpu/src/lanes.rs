@@ -501,7 +501,6 @@ unsafe fn lanes_of(
     }
 }
 
-/// `(a.x b.x + a.y b.y) + a.z b.z`, as `V3::dot`.
 /// Wendland C2 on eight lanes at `r²` (twin of `surge_core::physics::kernel`'s
 /// `wendland_c2_w` and `wendland_c2_f`, the same float operations lane by lane): `q = |r| / h`,
 /// `t = 1 - q/2`, the lanes with `q >= 2` (outside the support), and the gradient factor
@@ -523,6 +522,7 @@ pub(crate) fn wendland(r2: __m256, inv_h: f32, a_f: f32) -> Wendland {
     Wendland { q, t, beyond, f: _mm256_andnot_ps(beyond, f) }
 }
 
+/// `(a.x b.x + a.y b.y) + a.z b.z`, as `V3::dot`.
 #[target_feature(enable = "avx2,popcnt")]
 #[inline]
 fn dot(ax: __m256, ay: __m256, az: __m256, bx: __m256, by: __m256, bz: __m256) -> __m256 {

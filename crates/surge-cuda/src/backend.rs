@@ -77,25 +77,13 @@ const STAT_REMOVED: usize = 6;
 const STAT_CELL_FLUID: usize = 7;
 
 /// The GPU keeps a particle's cell in its pos.w: the bits of the cell's linear index on the
-/// whole grid `g` ([`Grid::linear`]), `CELL_REMOVED` (all ones) for a particle the next sort
-/// drops; every particle's mass is the case's (`MASS`). The host's state keeps the cell and
-/// the mass apart: [`to_device_pos`] and [`to_host_pos`] convert at the upload and the export.
-/// A grid of `u32::MAX` cells or more is refused ([`CudaBackend::new`]).
+/// whole grid `g` ([`Grid::linear`], undone by [`Grid::cell_of`]; `cell_word` and
+/// `cell_coords` in step.cu), `CELL_REMOVED` (all ones) for a particle the next sort drops;
+/// every particle's mass is the case's (`MASS`). The host's state keeps the cell and the mass
+/// apart: [`to_device_pos`] and [`to_host_pos`] convert at the upload and the export. A grid
+/// of `u32::MAX` cells or more is refused ([`CudaBackend::new`]).
 fn cell_word(g: &Grid, c: [i32; 4]) -> u32 {
     g.linear([c[0], c[1], c[2]]) as u32
-}
-
-/// The cell of a pos.w word ([`cell_word`]); a removed particle's (never exported) is read
-/// as the grid's last cell.
-fn cell_of_word(g: &Grid, w: u32) -> [i32; 4] {
-    let [a, b, f] = g.order;
-    let (nb, nf) = (g.n[b] as u64, g.n[f] as u64);
-    let w = w as u64;
-    let mut c = [0i32; 4];
-    c[f] = (w % nf) as i32;
-    c[b] = ((w / nf) % nb) as i32;
-    c[a] = (w / nf / nb) as i32 + g.window.0;
-    c
 }
 
 /// Host positions (offset, mass) and cells to the GPU's positions (offset, cell word).
@@ -108,7 +96,7 @@ fn to_device_pos(g: &Grid, pos: &mut [[f32; 4]], cell: &[[i32; 4]]) {
 /// The GPU's positions back to the host's (offset, `mass`), with their cells.
 fn to_host_pos(g: &Grid, mass: f32, pos: &mut [[f32; 4]], cell: &mut [[i32; 4]]) {
     for (p, c) in pos.iter_mut().zip(cell) {
-        *c = cell_of_word(g, p[3].to_bits());
+        *c = g.cell_of(p[3].to_bits() as usize);
         p[3] = mass;
     }
 }
@@ -479,14 +467,15 @@ pub fn gpu_buffers(case: &Case) -> BufferSet {
 /// with mDBC a second table of as many starts, which orders its list by ghost cell). A team's
 /// device also keeps headroom ([`team_headroom`]) and reports what it holds.
 pub fn bytes_per_particle(case: &Case, particles: usize) -> Result<usize, String> {
-    let grid = crate::grid_for(case)?;
-    bytes_per_particle_with(case, particles, crate::compile::table_bins(&grid))
+    bytes_per_particle_with(case, particles, None)
 }
 
-/// [`bytes_per_particle`] with the cell table of `per_cell` bins a cell: 1 is what a GPU
-/// takes where two do not fit its memory ([`CudaBackend`]'s load).
-pub fn bytes_per_particle_with(case: &Case, particles: usize, per_cell: usize) -> Result<usize, String> {
+/// [`bytes_per_particle`] with the cell table of `per_cell` bins a cell (None: the grid's
+/// [`crate::compile::table_bins`]; 1 is what a GPU takes where two do not fit its memory,
+/// [`CudaBackend`]'s load).
+pub fn bytes_per_particle_with(case: &Case, particles: usize, per_cell: Option<usize>) -> Result<usize, String> {
     let grid = crate::grid_for(case)?;
+    let per_cell = per_cell.unwrap_or_else(|| crate::compile::table_bins(&grid));
     Ok(allocated_per_particle(
         gpu_buffers(case),
         info_words(case, particles as u64),
@@ -517,6 +506,21 @@ fn pack_info(i: [u32; 2]) -> u32 {
 /// [`pack_info`] undone.
 fn unpack_info(w: u32) -> [u32; 2] {
     [w & 0x3fff_ffff, w >> 30]
+}
+
+/// Ids and kinds of the host's form packed in place ([`pack_info`]) into the first half of
+/// `info`'s words, for an upload to a GPU that packs them; fails, naming it, on an id past
+/// 2^30.
+fn pack_infos(info: &mut [[u32; 2]]) -> Result<(), String> {
+    if let Some(i) = info.iter().find(|i| i[0] >= 1 << 30) {
+        return Err(format!("particle {} has an id past 2^30, which this case's kernels keep in 30 bits", i[0]));
+    }
+    let w: &mut [u32] = bytemuck::cast_slice_mut(info);
+    // From the start: words 2k and 2k + 1 go to word k, at or before them.
+    for k in 0..w.len() / 2 {
+        w[k] = pack_info([w[2 * k], w[2 * k + 1]]);
+    }
+    Ok(())
 }
 
 /// Ids and kinds copied from a GPU that packs them ([`pack_info`]) into the first half of
@@ -976,19 +980,20 @@ impl CudaBackend {
             let hi = filled.len().min(lo + HOST_CHUNK);
             let m = hi - lo;
             // Host images of the conserved buffers, as the CPU backend builds them.
-            let (mut pos, mut vel, mut info) = (Vec::with_capacity(m), Vec::with_capacity(m), Vec::with_capacity(m));
+            let (mut pos, mut vel, mut info) =
+                (Vec::with_capacity(m), Vec::with_capacity(m), Vec::with_capacity(self.info_words * m));
             for i in lo..hi {
                 let (c, off) = self.whole.locate(filled.pos[i]);
                 let v = filled.vel[i];
                 pos.push([off[0], off[1], off[2], f32::from_bits(cell_word(&self.whole, [c[0], c[1], c[2], 0]))]);
                 vel.push([v[0] as f32, v[1] as f32, v[2] as f32, filled.rel_density[i]]);
-                info.push([filled.id[i], filled.kind[i] as u32]);
+                let id_kind = [filled.id[i], filled.kind[i] as u32];
+                if self.info_words == 1 {
+                    info.push(pack_info(id_kind));
+                } else {
+                    info.extend(id_kind);
+                }
             }
-            let info: Vec<u32> = if self.info_words == 1 {
-                info.iter().map(|&i| pack_info(i)).collect()
-            } else {
-                bytemuck::cast_slice(&info).to_vec()
-            };
             let put = |src: &[u32], dst: &mut CudaSlice<u32>, per: usize, stream: &Arc<CudaStream>| {
                 stream
                     .memcpy_htod(src, &mut dst.slice_mut(per * (at + lo)..per * (at + hi)))
@@ -1902,7 +1907,7 @@ impl CudaBackend {
             out.id.extend(info.iter().map(|i| i[0]));
             out.kind.extend(info.iter().map(|i| i[1] as u8));
             let g = &self.whole;
-            out.pos.extend(pos.iter().map(|p| g.absolute(cell_of_word(g, p[3].to_bits()), *p)));
+            out.pos.extend(pos.iter().map(|p| g.absolute(g.cell_of(p[3].to_bits() as usize), *p)));
             out.vel.extend(vel.iter().map(|v| [v[0], v[1], v[2]]));
             out.rho.extend(vel.iter().map(|v| c.density(v[3])));
             out.p.extend(vel.iter().map(|v| c.pressure(v[3])));
@@ -2106,36 +2111,28 @@ impl CudaBackend {
     }
 
     /// Upload the conserved buffers of a host `state` (cells apart) to the particles
-    /// `at..at + state.len()` (room for them must exist).
-    fn upload(&mut self, state: &ParticleState, at: usize) -> Result<(), String> {
+    /// `at..at + state.len()` (room for them must exist). The state is turned into the
+    /// device's form in place (no copy of it: host links upload one at every rebuild), so its
+    /// contents are spent.
+    fn upload(&mut self, state: &mut ParticleState, at: usize) -> Result<(), String> {
         let want = self.buffers.and(BufferSet::conserved());
         let stream = self.stream.clone();
-        let a = state.arrays();
+        let n = state.len();
+        let a = state.arrays_mut();
         if a.cell.len() != a.pos.len() {
             return Err(format!("{} cells for {} positions", a.cell.len(), a.pos.len()));
         }
-        let mut pos = a.pos.clone();
-        to_device_pos(&self.whole, &mut pos, &a.cell);
-        let info: Vec<u32> = if self.info_words == 1 {
-            if let Some(i) = a.info.iter().find(|i| i[0] >= 1 << 30) {
-                return Err(format!(
-                    "particle {} has an id past 2^30, which this case's kernels keep in 30 bits",
-                    i[0]
-                ));
-            }
-            a.info.iter().map(|&i| pack_info(i)).collect()
-        } else {
-            Vec::new()
-        };
+        to_device_pos(&self.whole, &mut a.pos, &a.cell);
+        if self.info_words == 1 {
+            pack_infos(&mut a.info)?;
+        }
         for id in want.iter() {
             let per = self.words(id);
-            let src: &[u32] = match id {
-                BufferId::Pos => bytemuck::cast_slice(&pos),
-                BufferId::Info if self.info_words == 1 => &info,
-                _ => bytemuck::cast_slice(state.bytes(id)),
-            };
-            if src.len() != per * state.len() {
-                return Err(format!("buffer `{}` holds {} words for {} particles", id.name(), src.len(), state.len()));
+            let src: &[u32] = bytemuck::cast_slice(state.bytes(id));
+            // Packed ids and kinds fill the first half of their host buffer (`pack_infos`).
+            let src = if id == BufferId::Info && per == 1 { &src[..src.len().min(n)] } else { src };
+            if src.len() != per * n {
+                return Err(format!("buffer `{}` holds {} words for {n} particles", id.name(), src.len()));
             }
             let dst = self.conserved_mut(id).ok_or_else(|| format!("no device buffer for {}", id.name()))?;
             let mut view = dst.slice_mut(per * at..per * at + src.len());
@@ -2177,7 +2174,7 @@ impl CudaBackend {
         self.n = 0;
         self.dropping = None;
         self.ensure_capacity(m)?;
-        self.upload(&state, 0)?;
+        self.upload(&mut state, 0)?;
         self.settle("loading the particle state")?;
         self.n = m;
         self.own = 0..m;
@@ -2303,7 +2300,7 @@ impl Backend for CudaBackend {
     fn rebuild_end_peer(
         &mut self,
         incoming: [Option<DeviceBlock>; 2],
-        states: [ParticleState; 2],
+        mut states: [ParticleState; 2],
     ) -> Result<(), Failure> {
         self.bind()?;
         let (conserved, host) = (self.buffers.and(BufferSet::conserved()), self.host_set());
@@ -2361,7 +2358,7 @@ impl Backend for CudaBackend {
         // blocks (hence the senders' staging buffers) are released only once the copies are
         // over, errors included (see `crate::peer`).
         let queued = (|| {
-            for (block, state) in blocks.iter().zip(&states) {
+            for (block, state) in blocks.iter().zip(&mut states) {
                 match block {
                     Some(b) => self.take_particles(b)?,
                     None if !state.is_empty() => {
@@ -2642,7 +2639,7 @@ impl Interpolate for CudaBackend {
 #[cfg(test)]
 mod tests {
     use super::{
-        allocated_per_particle, capacity_for, cell_of_word, cell_word, fits, pack_info, team_headroom, to_device_pos,
+        allocated_per_particle, capacity_for, cell_word, fits, pack_info, pack_infos, team_headroom, to_device_pos,
         to_host_pos, unpack_infos,
     };
     use surge_core::buffers::{BufferId, BufferSet};
@@ -2670,7 +2667,7 @@ mod tests {
             {
                 let w = cell_word(&g, c);
                 assert_ne!(w, u32::MAX, "{c:?}: the removed word");
-                assert_eq!(cell_of_word(&g, w), c, "{n:?} {order:?}");
+                assert_eq!(g.cell_of(w as usize), c, "{n:?} {order:?}");
                 assert_eq!(w as usize, g.linear([c[0], c[1], c[2]]));
                 seen.push(w);
             }
@@ -2698,6 +2695,13 @@ mod tests {
         }
         unpack_infos(&mut host);
         assert_eq!(host, infos);
+        // And packed in place for an upload: the GPU's words in the first half.
+        pack_infos(&mut host).unwrap();
+        let words: &[u32] = bytemuck::cast_slice(&host);
+        assert_eq!(words[..5], infos.map(pack_info));
+        // An id past 2^30 is refused, naming it.
+        let e = pack_infos(&mut [[1 << 30, 0]]).unwrap_err();
+        assert!(e.contains("particle 1073741824"), "{e}");
     }
 
     #[test]
