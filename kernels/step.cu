@@ -803,7 +803,7 @@ extern "C" __global__ void mdbc_ghost_key_kernel(int count, const unsigned *__re
 extern "C" __global__ void __launch_bounds__(256, MDBC_MIN_BLOCKS)
     mdbc_kernel(const unsigned *__restrict__ list, const unsigned *__restrict__ order,
                 const unsigned *__restrict__ listed, int wlo, int whi, const float4 *__restrict__ pos, float4 *vel,
-                const float4 *__restrict__ wall,
+                const float4 *__restrict__ wall, const Info *__restrict__ info,
                 const unsigned *__restrict__ cell_start, float4 *__restrict__ mdbc) {
     const unsigned t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= *listed) return;
@@ -813,12 +813,21 @@ extern "C" __global__ void __launch_bounds__(256, MDBC_MIN_BLOCKS)
     if (!ghost_offset(xyz(p4), w4, 2.0f * H, og)) return;  // not listed
     GhostSums s;
     ghost_sums<false>(og, cell_coords(p4.w), wlo, whi, pos, vel, nullptr, cell_start, s);
+    bool slip = MDBC == 2;
+#if MDBC_OTHER_SLIP
+    // The solids of the other slip (Case::mdbc_other_slip).
+    {
+        const unsigned other[2 * MDBC_OTHER_SLIP] = {MDBC_OTHER_SLIP_IDS};
+        const unsigned id = info_id(info[i]);
+        for (int k = 0; k < MDBC_OTHER_SLIP; ++k) slip = slip != (id >= other[2 * k] && id < other[2 * k + 1]);
+    }
+#endif
 #if MDBC_IN_VEL
     // The wall is at rest: its velocity is zero, and its velocity buffer takes the mDBC
     // values (the update puts them back to zero).
-    vel[i] = mdbc_state(s, w4, v3(0.0f, 0.0f, 0.0f), MDBC == 2);
+    vel[i] = mdbc_state(s, w4, v3(0.0f, 0.0f, 0.0f), slip);
 #else
-    const float4 st = mdbc_state(s, w4, xyz(v4), MDBC == 2);
+    const float4 st = mdbc_state(s, w4, xyz(v4), slip);
     mdbc[i] = st;
     vel[i] = make_float4(v4.x, v4.y, v4.z, st.w);
 #endif

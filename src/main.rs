@@ -456,16 +456,19 @@ fn cmd_check(
             if ratio < 10.0 { " (below the usual 10 x: density may vary more than 1 %)" } else { "" }
         );
     }
+    let slip = |slip: bool| if slip { "free slip" } else { "no-slip" };
     let walls = match case.boundary {
         surge_core::case::Boundary::Dbc => "dynamic (dbc)".to_string(),
-        surge_core::case::Boundary::Mdbc { slip } => format!("mdbc ({})", if slip { "free slip" } else { "no-slip" }),
+        surge_core::case::Boundary::Mdbc { slip: s } => {
+            let other: Vec<String> = case.mdbc_other_slip.iter().map(|(solid, _)| case.solid_label(*solid)).collect();
+            let other =
+                if other.is_empty() { String::new() } else { format!("; {} on {}", slip(!s), other.join(", ")) };
+            format!("mdbc ({}{other})", slip(s))
+        }
     };
     println!("physics     viscosity {visc}, density diffusion {diff}, {:?} time stepping, {walls} walls", case.scheme);
     for m in &case.motions {
-        let solid = match m.solid {
-            surge_core::case::Solid::Wall(k) => format!("wall[{k}]"),
-            surge_core::case::Solid::Obstacle(k) => case.obstacle_label(k),
-        };
+        let solid = case.solid_label(m.solid);
         let laws: Vec<&str> = m.laws.iter().map(surge_core::motion::Law::name).collect();
         println!("motion      {solid}: {}, top speed {:.4} m/s", laws.join(" then "), m.max_speed());
     }

@@ -65,3 +65,18 @@ fn free_slip_mdbc_walls_let_the_channel_slide() {
         assert!(err < 0.01, "free slip at t = {t} s: L2 error {err:.4}");
     }
 }
+
+/// mDBC walls of two slips (`slip` of a `[[wall]]`): the lower wall no-slip, the upper one
+/// free slip. The free-slip wall holds no shear, as the centre line of a channel twice as
+/// wide does, so the flow is the lower half of Morris' Poiseuille flow between plates 2L
+/// apart (an open-channel flow). Same bound as the other channels.
+#[test]
+fn a_free_slip_wall_over_a_no_slip_wall_is_half_of_a_wider_channel() {
+    let walls = [
+        r#"physics.boundary={kind="mdbc"}"#,
+        r#"wall=[{min=[0.0,0.0], max=[0.001,0.001], faces=["y-"]}, {min=[0.0,0.0], max=[0.001,0.001], faces=["y+"], slip=true}]"#,
+    ];
+    check_channel("poiseuille_2d.toml", &walls, "Poiseuille under a free-slip wall", |y, t| {
+        poiseuille(y, t, 2e-4, 1e-6, 2e-3)
+    });
+}

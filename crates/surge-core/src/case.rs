@@ -319,6 +319,10 @@ pub struct Case {
     pub balance: Balance,
     /// The CUDA backend's neighbour traversal (`[gpu] traversal`; no effect on the CPU).
     pub traversal: crate::config::Traversal,
+    /// mDBC: the solids whose slip is the opposite of [`Case::boundary`]'s (the `slip` of a
+    /// `[[wall]]`, `[[obstacle]]` or `[[body]]` table), with their ids
+    /// ([`crate::geometry::solid_ids`]).
+    pub mdbc_other_slip: Vec<(Solid, std::ops::Range<u32>)>,
 }
 
 /// A posteriori load balancing settings.
@@ -1691,6 +1695,34 @@ impl Case {
             };
             return Err(c.err(what, "a solid that turns cannot be part of a periodic case"));
         }
+        // mDBC's slip, solid by solid: the solids that ask for the opposite of the case's.
+        let global_slip = match ph.boundary {
+            BoundarySpec::Mdbc { slip } => Some(slip),
+            BoundarySpec::Dbc {} => None,
+        };
+        let asked = (f.wall.iter().enumerate().map(|(k, w)| (w.slip, Solid::Wall(k), format!("wall[{k}].slip"))))
+            .chain(
+                f.obstacle.iter().enumerate().map(|(k, o)| (o.slip, Solid::Obstacle(k), format!("obstacle[{k}].slip"))),
+            )
+            .chain(
+                f.body
+                    .iter()
+                    .enumerate()
+                    .map(|(k, b)| (b.slip, Solid::Obstacle(f.obstacle.len() + k), format!("body[{k}].slip"))),
+            );
+        let mut other_slip = Vec::new();
+        for (slip, solid, field) in asked {
+            let Some(slip) = slip else { continue };
+            let Some(global) = global_slip else {
+                return Err(c.err(
+                    field,
+                    "slip is a setting of mDBC walls and physics.boundary is dbc: set physics.boundary = { kind = \"mdbc\" }",
+                ));
+            };
+            if slip != global {
+                other_slip.push(solid);
+            }
+        }
         let mut case = Case {
             name,
             dim,
@@ -1753,8 +1785,11 @@ impl Case {
             split,
             balance: Balance { enabled: dc.balance, every: dc.balance_every, threshold: dc.balance_threshold },
             traversal: f.gpu.traversal,
+            mdbc_other_slip: Vec::new(),
         };
         case.check_fill(file)?;
+        // Their ids, now that the case can count its particles.
+        case.mdbc_other_slip = other_slip.iter().map(|&s| (s, crate::geometry::solid_ids(&case, s))).collect();
         Ok(case)
     }
 
@@ -1884,6 +1919,7 @@ impl Case {
             split: _,
             balance: _,
             traversal: _,
+            mdbc_other_slip,
         } = self;
         let mut hs = Fnv1a::new();
         let aabb = |hs: &mut Fnv1a, b: &Aabb| {
@@ -1916,6 +1952,10 @@ impl Case {
         // DBC adds nothing, so the cases (and checkpoints) from before mDBC keep their hash.
         if let Boundary::Mdbc { slip } = *boundary {
             hs.str("mdbc").u64(slip as u64);
+            // Solids of the other slip; none adds nothing (the cases from before keep their hash).
+            for (_, r) in mdbc_other_slip {
+                hs.str("other slip").u64(r.start as u64).u64(r.end as u64);
+            }
         }
         hs.u64(*hydrostatic_start as u64);
         match scheme {
@@ -1975,6 +2015,14 @@ impl Case {
     /// body's.
     pub fn obstacle_label(&self, k: usize) -> String {
         obstacle_label(k, self.obstacles.len() - self.bodies.len())
+    }
+
+    /// The case file's name of a solid: `wall[k]`, `obstacle[k]` or `body[j]`.
+    pub fn solid_label(&self, solid: Solid) -> String {
+        match solid {
+            Solid::Wall(k) => format!("wall[{k}]"),
+            Solid::Obstacle(k) => self.obstacle_label(k),
+        }
     }
 
     /// Solids whose particles move rigidly: prescribed motions and floating bodies.
@@ -2096,6 +2144,43 @@ mod tests {
             assert!(text.starts_with("<string>: field `physics.boundary"), "--set {set}: {text}");
             assert!(text.contains(want) && !text.contains('\n'), "--set {set}: {text}");
         }
+    }
+
+    #[test]
+    fn a_solid_may_take_the_other_slip_and_only_with_mdbc() {
+        let obstacle = |slip: &str| format!("obstacle=[{{min=[1.2, 0.0], max=[1.4, 0.2]{slip}}}]");
+        let mdbc = r#"physics.boundary={kind="mdbc"}"#;
+        let case = |sets: &[String]| Case::from_str(CASE, sets).unwrap_or_else(|e| panic!("{e}"));
+        // The case's slip given again, or not given: no solid of the other slip, the same hash.
+        let plain = case(&[mdbc.into(), obstacle("")]);
+        let same =
+            case(&[mdbc.into(), obstacle(", slip=false"), "wall=[{min=[0.0,0.0], max=[2.0,2.0], slip=false}]".into()]);
+        assert!(plain.mdbc_other_slip.is_empty() && same.mdbc_other_slip.is_empty());
+        assert_eq!(plain.physics_hash(), same.physics_hash());
+        // The other slip: the obstacle's ids, and another hash.
+        let other = case(&[mdbc.into(), obstacle(", slip=true")]);
+        let ids = crate::geometry::solid_ids(&other, Solid::Obstacle(0));
+        assert_eq!(other.mdbc_other_slip, vec![(Solid::Obstacle(0), ids.clone())]);
+        assert_eq!(ids.len(), 4, "2 x 2 particles at dp 0.1");
+        assert_ne!(other.physics_hash(), plain.physics_hash());
+        // A wall's and a body's too.
+        let wall = case(&[
+            r#"physics.boundary={kind="mdbc",slip=true}"#.into(),
+            "wall=[{min=[0.0,0.0], max=[2.0,2.0], slip=false}]".into(),
+        ]);
+        assert_eq!(wall.mdbc_other_slip, vec![(Solid::Wall(0), crate::geometry::solid_ids(&wall, Solid::Wall(0)))]);
+        let body = case(&[
+            mdbc.into(),
+            obstacle(""),
+            "body=[{min=[1.5, 0.0], max=[1.7, 0.2], density=500.0, slip=true}]".into(),
+        ]);
+        let ids = crate::geometry::solid_ids(&body, Solid::Obstacle(1));
+        assert_eq!(body.mdbc_other_slip, vec![(Solid::Obstacle(1), ids)]);
+        assert_eq!(body.solid_label(Solid::Obstacle(1)), "body[0]");
+        // With DBC there is no slip to choose.
+        let e = Case::from_str(CASE, &[obstacle(", slip=true")]).unwrap_err();
+        assert_eq!(e.field, "obstacle[0].slip");
+        assert!(e.to_string().contains("physics.boundary is dbc"), "{e}");
     }
 
     #[test]

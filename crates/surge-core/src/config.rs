@@ -696,6 +696,9 @@ shaped! {
         /// Shapes other than an axis-aligned box: `outside` (default: a tank, fluid inside)
         /// or `inside` the surface.
         side: Option<WallSide>,
+        /// mDBC only: free slip (`true`) or no-slip (`false`) on this solid; default
+        /// `physics.boundary`'s `slip`.
+        slip: Option<bool>,
     }
 }
 
@@ -707,6 +710,9 @@ shaped! {
         /// Prescribed motion: one law (`{ kind = "sinusoid", ... }`) or a list composed in
         /// order ([`MotionSpec`]).
         motion: Option<toml::Value>,
+        /// mDBC only: free slip (`true`) or no-slip (`false`) on this solid; default
+        /// `physics.boundary`'s `slip`.
+        slip: Option<bool>,
     }
 }
 
@@ -739,6 +745,9 @@ shaped! {
         /// A hinge: the body only turns about a fixed axis (`{ point, axis }`; 2D: about z
         /// through `point`).
         hinge: Option<HingeSpec>,
+        /// mDBC only: free slip (`true`) or no-slip (`false`) on this solid; default
+        /// `physics.boundary`'s `slip`.
+        slip: Option<bool>,
     }
 }
 

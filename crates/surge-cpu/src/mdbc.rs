@@ -7,7 +7,7 @@ use rayon::prelude::*;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use surge_core::buffers::{Kind, ParticleArrays};
-use surge_core::case::{Boundary, Case};
+use surge_core::case::{Boundary, Case, Solid};
 use surge_core::config::KernelKind;
 use surge_core::grid::Grid;
 use surge_core::physics::constants::Constants;
@@ -33,11 +33,26 @@ pub(crate) fn mdbc(
     let Boundary::Mdbc { slip } = case.boundary else { return };
     let (h, dim) = (case.h, case.dim);
     let at = Ghosts { consts, grid, cell_start, simd, pass: new_pass() };
+    let slip = Slip { case: slip, other: &case.mdbc_other_slip };
     match (case.kernel, dim) {
         (KernelKind::WendlandC2, 2) => pass::<_, 2>(WendlandC2::new(h, dim), slip, &at, a, range),
         (KernelKind::WendlandC2, _) => pass::<_, 3>(WendlandC2::new(h, dim), slip, &at, a, range),
         (KernelKind::CubicSpline, 2) => pass::<_, 2>(CubicSpline::new(h, dim), slip, &at, a, range),
         (KernelKind::CubicSpline, _) => pass::<_, 3>(CubicSpline::new(h, dim), slip, &at, a, range),
+    }
+}
+
+/// mDBC's slip: the case's, and the solids that take the other, with their ids.
+#[derive(Clone, Copy)]
+struct Slip<'a> {
+    case: bool,
+    other: &'a [(Solid, Range<u32>)],
+}
+
+impl Slip<'_> {
+    /// The slip of the particle `id`.
+    fn of(self, id: u32) -> bool {
+        self.case != self.other.iter().any(|(_, r)| r.contains(&id))
     }
 }
 
@@ -275,7 +290,7 @@ mod simd {
 
 fn pass<K: SmoothingKernel, const DIM: usize>(
     kernel: K,
-    slip: bool,
+    slip: Slip,
     at: &Ghosts,
     a: &mut ParticleArrays,
     range: Range<usize>,
@@ -295,7 +310,7 @@ fn pass<K: SmoothingKernel, const DIM: usize>(
                 return;
             };
             let sums = ghost_sums::<K, DIM>(&kernel, at, pos, vel, cell[i], og, |_| true);
-            *out = mdbc_state::<DIM>(&sums, wall[i], V3::from4(vel[i]), slip);
+            *out = mdbc_state::<DIM>(&sums, wall[i], V3::from4(vel[i]), slip.of(info[i][0]));
         });
     }
     vel[range.clone()].par_iter_mut().zip(&mdbc[range]).for_each(|(v, m)| v[3] = m[3]);

@@ -102,7 +102,8 @@ pub fn info_packed(case: &Case, ids: u64) -> bool {
 }
 
 /// The `-D` defines of a case on a grid, its particles' ids below `ids` ([`info_packed`]):
-/// option switches (`MDBC`: 0 DBC, 1 mDBC no-slip, 2 mDBC free slip), and the case's
+/// option switches (`MDBC`: 0 DBC, 1 mDBC no-slip, 2 mDBC free slip; `MDBC_OTHER_SLIP`:
+/// solids of the other slip), and the case's
 /// [`Constants`] (the values the CPU uses) as float literals.
 pub fn defines(case: &Case, grid: &Grid, ids: u64) -> BTreeMap<&'static str, String> {
     let mut d = BTreeMap::new();
@@ -160,6 +161,12 @@ pub fn defines(case: &Case, grid: &Grid, ids: u64) -> BTreeMap<&'static str, Str
     };
     d.insert("MDBC", mdbc.into());
     d.insert("MDBC_IN_VEL", u8::from(mdbc_in_vel(case)).to_string());
+    // The solids whose slip is the other one: their ids, `lo, hi` a range.
+    d.insert("MDBC_OTHER_SLIP", case.mdbc_other_slip.len().to_string());
+    if !case.mdbc_other_slip.is_empty() {
+        let ids: Vec<String> = case.mdbc_other_slip.iter().map(|(_, r)| format!("{}u, {}u", r.start, r.end)).collect();
+        d.insert("MDBC_OTHER_SLIP_IDS", ids.join(", "));
+    }
     // The CPU's thresholds of the ghost-node solve, so the twins cannot drift apart.
     d.insert("MDBC_DET_MIN", format!("{:e}", surge_core::physics::mdbc::DET_MIN));
     d.insert("MDBC_SHEPARD_MIN", lit(surge_core::physics::mdbc::SHEPARD_MIN));

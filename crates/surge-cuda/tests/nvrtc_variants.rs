@@ -3,7 +3,8 @@
 //! 2 time schemes; and mDBC (no-slip, free slip) with each kernel, viscosity, dimension and
 //! neighbour traversal (`gpu.traversal`; the 2D base is periodic along the key's fastest
 //! axis, where `ranges` falls back to `cells`), its values in the velocity buffer (walls at
-//! rest) or, with a force gauge, in their own; and the cell table of one bin a cell.
+//! rest) or, with a force gauge, in their own; the cell table of one bin a cell; and an
+//! obstacle of the other slip.
 //! NVRTC must be present where `CI` or `SURGE_REQUIRE_NVRTC` is set (CI installs the
 //! nvidia-cuda-nvrtc wheel); elsewhere the test says it skipped.
 
@@ -153,7 +154,23 @@ fn every_kernel_specialisation_compiles() {
         }
     }
     std::env::remove_var("SURGE_CUDA_TABLE_BINS");
+    // mDBC no-slip with an obstacle of free slip, with one and two words of id and kind.
+    for (base, obstacle) in [
+        (BASE_2D, r#"obstacle=[{min=[0.4,0.6], max=[0.6,0.8], slip=true}]"#),
+        (BASE_3D, r#"obstacle=[{min=[0.4,0.4,0.6], max=[0.6,0.6,0.8], slip=true}]"#),
+    ] {
+        let o: Vec<String> = [r#"physics.boundary={kind="mdbc"}"#.to_string(), obstacle.to_string()].into();
+        let case = Case::from_str(base, &o).unwrap_or_else(|e| panic!("{e}"));
+        let grid = Grid::new(&case, case.split_axis()).unwrap();
+        for ids in [1000, 1 << 31] {
+            let d = defines(&case, &grid, ids);
+            assert_eq!(d["MDBC_OTHER_SLIP"], "1");
+            let c = compile(&d, "compute_90").unwrap_or_else(|e| panic!("{o:?}: {e}"));
+            assert!(c.ptx.contains(".entry mdbc_kernel"), "mdbc_kernel missing for {o:?}");
+            count += 1;
+        }
+    }
     let _ = std::fs::remove_dir_all(&cache);
     println!("{count} specialisations compiled in {:.1} s", t0.elapsed().as_secs_f64());
-    assert_eq!(count, 192 + 48 + 6);
+    assert_eq!(count, 192 + 48 + 6 + 4);
 }

@@ -79,6 +79,7 @@ impl CudaBackend {
             pos,
             vel,
             wall,
+            info,
             mdbc,
             mdbc_list,
             perm,
@@ -98,7 +99,7 @@ impl CudaBackend {
         let (wlo, whi) = win.window;
         let mut b = stream.launch_builder(kernel);
         b.arg(list).arg(&*perm).arg(&*mdbc_listed).arg(&wlo).arg(&whi);
-        b.arg(&*pos).arg(vel).arg(wall).arg(&*cell_start).arg(mdbc);
+        b.arg(&*pos).arg(vel).arg(wall).arg(&*info).arg(&*cell_start).arg(mdbc);
         // SAFETY: argument types match mdbc_kernel; the list holds `mdbc_listed` indices below
         // n, at most range.len() of them, and `perm` a permutation of its positions first
         // (list_mdbc, since the last rebuild, which nothing has overwritten: `perm` is
