@@ -32,14 +32,14 @@ impl StepError {
     /// True when the physics diverged or the fluid left the domain (rather than the device
     /// failing).
     pub fn diverged(&self) -> bool {
-        matches!(self.failure, Failure::Particle(_) | Failure::Leaving { .. })
+        matches!(self.failure, Failure::Particle(_) | Failure::Leaving { .. } | Failure::StepCollapsed { .. })
     }
 }
 
 impl fmt::Display for StepError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let what = match self.failure {
-            Failure::Particle(_) => "the run diverged",
+            Failure::Particle(_) | Failure::StepCollapsed { .. } => "the run diverged",
             Failure::Leaving { .. } => "the run stopped",
             Failure::Device(_) => "the device failed",
         };

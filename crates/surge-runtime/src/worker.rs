@@ -124,6 +124,9 @@ pub(crate) struct Worker {
     links: Option<[Link; 2]>,
     /// The global ids of each moving solid's particles (`case.motions` order).
     solid_ids: Vec<std::ops::Range<u32>>,
+    /// The case's step at rest ([`Case::initial_dt`]): a step far below it stops the run
+    /// ([`Failure::StepCollapsed`]).
+    at_rest: f64,
     /// The moving solids' moves of the current update, reused.
     solid_moves: Vec<surge_core::motion::SolidMove>,
     /// The floating bodies' constant properties (issue 15).
@@ -175,6 +178,7 @@ impl Worker {
             edge_buf: [Vec::new(), Vec::new()],
             links: None,
             solid_ids: case.motions.iter().map(|m| surge_core::geometry::solid_ids(case, m.solid)).collect(),
+            at_rest: case.initial_dt(),
             solid_moves: Vec::new(),
         }
     }
@@ -567,6 +571,10 @@ impl Worker {
                     let s = ForceStats { acc_max: v[0] as f32, visc_max: v[1] as f32 };
                     self.reduced = v;
                     dt = time_step(&self.case, &s);
+                    // Every device reduced the same dt, so every device stops at this step.
+                    if dt < surge_core::backend::DT_COLLAPSE * self.at_rest {
+                        return Err(Some(Failure::StepCollapsed { dt, at_rest: self.at_rest }));
+                    }
                     let left = limit - c.time;
                     // Land on `limit` exactly, without leaving a sliver step after it.
                     if dt >= left * 0.99 {
