@@ -586,6 +586,22 @@ fn cmd_check(
     if let Some(line) = surge_runtime::memory::refusal(&host, &case, gpu, devices, 1.0, true) {
         return Err(bad(line));
     }
+    if gpu && devices > 1 && case.divisible() {
+        // Each device of a GPU team: its share of the first cut and what it allocates for it
+        // (its headroom and its window's cell table), as the run's log and bench report it.
+        let grid = surge_cuda::grid_for(&case).map_err(bad)?;
+        let (census, map) = surge_runtime::census_cut(&case, &grid, devices).map_err(bad)?;
+        for d in 0..devices {
+            let (n, layer) = surge_runtime::gpu_share(&census, &map, d);
+            let bpp = surge_cuda::team_bytes_per_particle(&case, n, census.total, layer, &map, d).map_err(bad)?;
+            println!(
+                "device {d}    {n} particles (cell layers {:?} along {}), {:.1} MB on its GPU ({bpp} bytes/particle)",
+                map.owned(d),
+                ["x", "y", "z"][grid.split_axis()],
+                (bpp * n) as f64 / 1e6
+            );
+        }
+    }
     if let (true, None, Some(slab)) = (fill, write_particles, slab) {
         let (r, n) = slab
             .split_once('/')

@@ -695,6 +695,33 @@ fn check_compiles_the_kernels_with_nvrtc() {
     );
 }
 
+/// `check --backend cuda --devices 0,0` prints each device's share of the first cut and what
+/// it allocates for it (no GPU needed: the lines come before the kernels are compiled); the
+/// shares add up to the case.
+#[test]
+fn check_prints_each_gpu_of_a_team() {
+    let config = Path::new(ROOT).join("configs/dam_break_3d.toml");
+    let out = surge(&["check", &config.display().to_string(), "--backend", "cuda", "--devices", "0,0"]);
+    let total: u64 = out
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("particles   ")?.split(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no particle count\n{}", out.describe()));
+    let shares: Vec<u64> = (0..2)
+        .map(|d| {
+            let line = out
+                .stdout
+                .lines()
+                .find(|l| l.starts_with(&format!("device {d} ")))
+                .unwrap_or_else(|| panic!("no line for device {d}\n{}", out.describe()));
+            assert!(line.contains("bytes/particle"), "{line}");
+            line[8..].trim_start().split(' ').next().unwrap().parse().unwrap()
+        })
+        .collect();
+    assert_eq!(shares.iter().sum::<u64>(), total, "{}", out.describe());
+    assert!(shares.iter().all(|&n| n > total / 4), "{shares:?} of {total}");
+}
+
 #[test]
 fn info_reports_cuda_nvrtc_and_mpi() {
     let out = surge(&["info"]);

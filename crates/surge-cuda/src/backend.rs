@@ -115,15 +115,46 @@ pub fn capacity_for(n: usize) -> usize {
 }
 
 /// The headroom of a device of a team that holds `n` particles, the most of one cell layer
-/// of its slice being `layer`: room for its halo's copies from both sides and the load
-/// balancer's moves of a rebuild (`halo + MAX_MOVE + 1` layers a side), 2 % for migration,
-/// and 1024; never more than [`capacity_for`]'s 30 %. A large case's slice is thousands of
-/// layers thick, where 30 % held a third of the memory idle (a team's device took 150-159
-/// bytes a particle where a device alone takes 109); a small one keeps the 30 %. A rebuild
-/// that needs more grows the buffers by as much again ([`CudaBackend::ensure_capacity`]).
-pub fn team_headroom(n: usize, layer: usize, halo: usize) -> usize {
-    let layers = 2 * headroom_layers(halo) * layer;
+/// of its slice being `layer`, with a neighbour on `sides` of its two sides (1 at the ends
+/// of a team, 2 between): room for its halo's copies from each neighbour and the load
+/// balancer's moves of a rebuild (`halo + MAX_MOVE + 1` layers a neighbour), 2 % for
+/// migration, and 1024; never more than [`capacity_for`]'s 30 %. A large case's slice is
+/// thousands of layers thick, where 30 % held a third of the memory idle (a team's device
+/// took 150-159 bytes a particle where a device alone takes 109); a small one keeps the 30 %.
+/// The end of a team takes nothing in from its outer side: counting a neighbour there held a
+/// two-device team's devices at 105-111 bytes a particle (Test 2, dp 0.006). A rebuild that
+/// needs more grows the buffers by as much again ([`CudaBackend::ensure_capacity`]).
+pub fn team_headroom(n: usize, layer: usize, halo: usize, sides: usize) -> usize {
+    let layers = sides * headroom_layers(halo) * layer;
     (layers + n.div_ceil(50) + 1024).min(capacity_for(n) - n)
+}
+
+/// How many of device `me`'s two sides have a neighbour in the team `map` (the split axis is
+/// never periodic: [`surge_core::Case::divisible`]).
+fn team_sides(map: &SliceMap, me: usize) -> usize {
+    usize::from(me > 0) + usize::from(me + 1 < map.devices())
+}
+
+/// Device bytes per particle that device `me` of a team cut by `map` takes at load, holding
+/// `n` particles of a case of `ids` particles, the fullest cell layer in or next to its slice
+/// being `layer`: what [`CudaBackend::streamed_in_team`] allocates (its buffers with the
+/// team's headroom, its window's cell table of two bins a cell) and reports. `surge check
+/// --devices` prints it before a run.
+pub fn team_bytes_per_particle(
+    case: &Case,
+    n: usize,
+    ids: u64,
+    layer: usize,
+    map: &SliceMap,
+    me: usize,
+) -> Result<usize, String> {
+    let whole = Grid::with_skin(case, case.split_axis(), skin_fraction(case), STENCIL_REACH)?;
+    let (wl, wh) = map.window(me);
+    let cap = n + team_headroom(n, layer, map.halo.max(0) as usize, team_sides(map, me));
+    let cells = whole.windowed(wl, wh).cell_count();
+    let (set, mdbc) = (gpu_buffers(case), case.boundary.is_mdbc());
+    let per_cell = crate::compile::table_bins(&whole);
+    Ok(allocated_per_particle(set, info_words(case, ids), mdbc, n, cap, cells, per_cell))
 }
 
 /// The layers a side a team's device keeps room for ([`team_headroom`]): its halo's copies and
@@ -693,7 +724,7 @@ impl CudaBackend {
         me: usize,
         fill: impl FnOnce(&mut dyn FnMut(&Filled) -> Result<(), String>) -> Result<(), String>,
     ) -> Result<CudaBackend, String> {
-        let headroom = team_headroom(n, layer, map.halo.max(0) as usize);
+        let headroom = team_headroom(n, layer, map.halo.max(0) as usize, team_sides(map, me));
         let mut be = Self::load(case, ordinal, n, n + headroom, ids, Some((map, me)), fill)?;
         be.headroom = Some(headroom);
         Ok(be)
@@ -2717,12 +2748,22 @@ mod tests {
     #[test]
     fn a_large_team_slice_keeps_the_headroom_of_its_layers() {
         // A slice of a few layers keeps the 30 % (and 1024).
-        assert_eq!(team_headroom(10_000, 2_000, 2), capacity_for(10_000) - 10_000);
-        // 450 M particles in 1 700 layers of at most 700 000: both sides' halo (2) and moves
-        // (MAX_MOVE 4) and one layer, 2 % and 1024: 4.2 % instead of 30 %.
-        let h = team_headroom(450_000_000, 700_000, 2);
-        assert_eq!(h, 2 * (2 + surge_core::decomp::MAX_MOVE as usize + 1) * 700_000 + 9_000_000 + 1024);
+        assert_eq!(team_headroom(10_000, 2_000, 2, 2), capacity_for(10_000) - 10_000);
+        // 450 M particles in 1 700 layers of at most 700 000 between two neighbours: both
+        // sides' halo (2) and moves (MAX_MOVE 4) and one layer, 2 % and 1024: 4.2 % instead
+        // of 30 %.
+        let per_side = (2 + surge_core::decomp::MAX_MOVE as usize + 1) * 700_000;
+        let h = team_headroom(450_000_000, 700_000, 2, 2);
+        assert_eq!(h, 2 * per_side + 9_000_000 + 1024);
         assert!(h < 450_000_000 / 20, "{h}");
+        // At an end of the team, one side's.
+        assert_eq!(team_headroom(450_000_000, 700_000, 2, 1), per_side + 9_000_000 + 1024);
+        // Test 2 at dp 0.006 on two devices: 2.2 M particles each, layers of 33 000: 12.5 %
+        // of headroom instead of 23 %.
+        let (n, layer) = (2_224_210, 33_000);
+        let one = team_headroom(n, layer, 2, 1) as f64 / n as f64;
+        assert!((0.12..0.13).contains(&one), "{one}");
+        assert!(team_headroom(n, layer, 2, 2) as f64 / n as f64 > 0.22);
     }
 
     #[test]

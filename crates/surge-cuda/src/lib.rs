@@ -13,7 +13,9 @@ mod ipc;
 pub mod peer;
 mod probe;
 
-pub use backend::{bytes_per_particle, bytes_per_particle_with, headroom_layers, CudaBackend, HOST_CHUNK};
+pub use backend::{
+    bytes_per_particle, bytes_per_particle_with, headroom_layers, team_bytes_per_particle, CudaBackend, HOST_CHUNK,
+};
 pub use peer::peer_access;
 pub use probe::{driver_present, gpus, nvrtc_present, nvrtc_version, GpuInfo};
 

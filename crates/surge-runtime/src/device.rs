@@ -200,6 +200,18 @@ pub fn census_cut(case: &Case, grid: &Grid, n: usize) -> Result<(Census, SliceMa
     Ok((c, map))
 }
 
+/// The particles of device `d` of a GPU team cut by `map` from the census `c`, and the
+/// fullest cell layer in or next to its slice (within the layers its buffers keep room for,
+/// [`surge_cuda::headroom_layers`]): what sizes its buffers' headroom.
+pub fn gpu_share(c: &Census, map: &SliceMap, d: usize) -> (usize, usize) {
+    let (lo, hi) = map.owned(d);
+    let count = |l: i32| c.counts.get(l as usize).copied().unwrap_or(0);
+    let n = (lo..hi).map(count).sum::<u64>() as usize;
+    let reach = surge_cuda::headroom_layers(map.halo.max(0) as usize) as i32;
+    let layer = (lo - reach..hi + reach).map(count).max().unwrap_or(0) as usize;
+    (n, layer)
+}
+
 /// The layers `layers` cut into consecutive runs of about `slab` particles each (`counts`:
 /// the particles of each layer; a layer of more is a run alone).
 fn slabs_of(counts: &[u64], layers: std::ops::Range<i32>, slab: u64) -> Vec<std::ops::Range<i32>> {
@@ -390,10 +402,7 @@ pub fn simulation_on(case: &Case, req: &DeviceRequest, cluster: Arc<dyn Cluster>
                         // the host holds a slab a device, never a device's whole share); the
                         // census' counts give its particles and its fullest layer, in or
                         // next to its slice, for its buffers' headroom.
-                        let count = |l: i32| c.counts.get(l as usize).copied().unwrap_or(0);
-                        let n = (lo..hi).map(count).sum::<u64>() as usize;
-                        let reach = surge_cuda::headroom_layers(map.halo.max(0) as usize) as i32;
-                        let layer = (lo - reach..hi + reach).map(count).max().unwrap_or(0) as usize;
+                        let (n, layer) = gpu_share(&c, &map, d);
                         // An eighth of the share at least: a slab of layers along the split
                         // axis walks the fill's rows along it up to its end, so fewer slabs
                         // walk less (the host holds 2 bytes a particle of the share more).

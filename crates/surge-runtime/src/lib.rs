@@ -19,8 +19,8 @@ pub mod worker;
 pub use bench::{bench, develop, develop_cache, BenchResult, WARM_UP_STEPS};
 pub use checkpoints::{checkpoint_dir, find_restart, Restart, RestartFrom};
 pub use device::{
-    census_cut, cuda_unavailable, fill_layers, load, simulation, simulation_on, stream_to_gpu, BackendChoice, Chosen,
-    DeviceRequest, Gpus, Loaded, SLAB_PARTICLES,
+    census_cut, cuda_unavailable, fill_layers, gpu_share, load, simulation, simulation_on, stream_to_gpu,
+    BackendChoice, Chosen, DeviceRequest, Gpus, Loaded, SLAB_PARTICLES,
 };
 pub use run::{default_out_dir, run, Observer, Progress, RunError, RunOptions};
 pub use simulation::{Simulation, StageTimes, StepError, StepState};
