@@ -85,6 +85,7 @@ enum Command {
         csv: PathBuf,
     },
     /// Validate a case and print particle counts, memory, h, c0 and the first dt, without running.
+    /// With `--backend cuda --devices 0,1,...`: each GPU's share of the first cut and its memory.
     Check {
         /// The case file (TOML).
         case: PathBuf,
