@@ -813,15 +813,17 @@ extern "C" __global__ void __launch_bounds__(256, MDBC_MIN_BLOCKS)
     if (!ghost_offset(xyz(p4), w4, 2.0f * H, og)) return;  // not listed
     GhostSums s;
     ghost_sums<false>(og, cell_coords(p4.w), wlo, whi, pos, vel, nullptr, cell_start, s);
-    bool slip = MDBC == 2;
+    // The case's slip, the other one on the solids of Case::mdbc_other_slip (Slip::of in
+    // crates/surge-cpu/src/mdbc.rs).
+    bool other = false;
 #if MDBC_OTHER_SLIP
-    // The solids of the other slip (Case::mdbc_other_slip).
     {
-        const unsigned other[2 * MDBC_OTHER_SLIP] = {MDBC_OTHER_SLIP_IDS};
+        const unsigned ranges[2 * MDBC_OTHER_SLIP] = {MDBC_OTHER_SLIP_IDS};
         const unsigned id = info_id(info[i]);
-        for (int k = 0; k < MDBC_OTHER_SLIP; ++k) slip = slip != (id >= other[2 * k] && id < other[2 * k + 1]);
+        for (int k = 0; k < MDBC_OTHER_SLIP; ++k) other = other || (id >= ranges[2 * k] && id < ranges[2 * k + 1]);
     }
 #endif
+    const bool slip = (MDBC == 2) != other;
 #if MDBC_IN_VEL
     // The wall is at rest: its velocity is zero, and its velocity buffer takes the mDBC
     // values (the update puts them back to zero).

@@ -594,7 +594,7 @@ fn cmd_check(
         let (census, map) = surge_runtime::census_cut(&case, &grid, devices).map_err(bad)?;
         for d in 0..devices {
             let (n, layer) = surge_runtime::gpu_share(&census, &map, d);
-            let bpp = surge_cuda::team_bytes_per_particle(&case, n, census.total, layer, &map, d).map_err(bad)?;
+            let bpp = surge_cuda::team_bytes_per_particle(&case, &grid, n, census.total, layer, &map, d);
             println!(
                 "device {d}    {n} particles (cell layers {:?} along {}), {:.1} MB on its GPU ({bpp} bytes/particle)",
                 map.owned(d),

@@ -129,32 +129,33 @@ pub fn team_headroom(n: usize, layer: usize, halo: usize, sides: usize) -> usize
     (layers + n.div_ceil(50) + 1024).min(capacity_for(n) - n)
 }
 
-/// How many of device `me`'s two sides have a neighbour in the team `map` (the split axis is
-/// never periodic: [`surge_core::Case::divisible`]).
-fn team_sides(map: &SliceMap, me: usize) -> usize {
-    usize::from(me > 0) + usize::from(me + 1 < map.devices())
+/// [`team_headroom`] of device `me` of the team `map`: its neighbours are on the sides it has
+/// inside the team (the split axis is never periodic: [`surge_core::Case::divisible`]).
+fn headroom_in(map: &SliceMap, me: usize, n: usize, layer: usize) -> usize {
+    let sides = usize::from(me > 0) + usize::from(me + 1 < map.devices());
+    team_headroom(n, layer, map.halo.max(0) as usize, sides)
 }
 
-/// Device bytes per particle that device `me` of a team cut by `map` takes at load, holding
-/// `n` particles of a case of `ids` particles, the fullest cell layer in or next to its slice
-/// being `layer`: what [`CudaBackend::streamed_in_team`] allocates (its buffers with the
-/// team's headroom, its window's cell table of two bins a cell) and reports. `surge check
-/// --devices` prints it before a run.
+/// Device bytes per particle that device `me` of a team cut by `map` on the whole grid
+/// `whole` ([`crate::grid_for`]) takes at load, holding `n` particles of a case of `ids`
+/// particles, the fullest cell layer in or next to its slice being `layer`: what
+/// [`CudaBackend::streamed_in_team`] allocates (its buffers with the team's headroom, its
+/// window's cell table of two bins a cell) and reports. `surge check --devices` prints it
+/// before a run.
 pub fn team_bytes_per_particle(
     case: &Case,
+    whole: &Grid,
     n: usize,
     ids: u64,
     layer: usize,
     map: &SliceMap,
     me: usize,
-) -> Result<usize, String> {
-    let whole = Grid::with_skin(case, case.split_axis(), skin_fraction(case), STENCIL_REACH)?;
+) -> usize {
     let (wl, wh) = map.window(me);
-    let cap = n + team_headroom(n, layer, map.halo.max(0) as usize, team_sides(map, me));
+    let cap = n + headroom_in(map, me, n, layer);
     let cells = whole.windowed(wl, wh).cell_count();
     let (set, mdbc) = (gpu_buffers(case), case.boundary.is_mdbc());
-    let per_cell = crate::compile::table_bins(&whole);
-    Ok(allocated_per_particle(set, info_words(case, ids), mdbc, n, cap, cells, per_cell))
+    allocated_per_particle(set, info_words(case, ids), mdbc, n, cap, cells, crate::compile::table_bins(whole))
 }
 
 /// The layers a side a team's device keeps room for ([`team_headroom`]): its halo's copies and
@@ -724,7 +725,7 @@ impl CudaBackend {
         me: usize,
         fill: impl FnOnce(&mut dyn FnMut(&Filled) -> Result<(), String>) -> Result<(), String>,
     ) -> Result<CudaBackend, String> {
-        let headroom = team_headroom(n, layer, map.halo.max(0) as usize, team_sides(map, me));
+        let headroom = headroom_in(map, me, n, layer);
         let mut be = Self::load(case, ordinal, n, n + headroom, ids, Some((map, me)), fill)?;
         be.headroom = Some(headroom);
         Ok(be)
