@@ -65,6 +65,7 @@ __device__ float3 fluid_load(int i, float4 p4, float4 v4, int4 ci, int wlo, int 
                         if (r2 < SUPPORT2 && r2 > 0.0f) {
                             const float4 vj4 = vel[j];
                             PairParticle pf = {xyz(vj4), RHO0 * (1.0f + vj4.w), pressure_of(vj4.w), MASS};
+                            pf.inv_rho = 1.0f / pf.rho;
                             load_pair(r, r2, pb, pf, wb, mb, f);
                         }
                         continue;

@@ -541,7 +541,8 @@ __device__ __forceinline__ void force_candidate(unsigned j, unsigned mid, float 
     const float4 pj4 = pos[j];
     const float3 r = v3(bx - pj4.x, by - pj4.y, bz - pj4.z);
     const float r2 = norm2(r);
-    if (r2 < SUPPORT2 && r2 > 0.0f) {
+    // i itself (r2 = 0) adds exact zeros (every term carries r or r2), so it is not tested for.
+    if (r2 < SUPPORT2) {
         const float4 vj4 = vel[j];
 #if MDBC_IN_VEL
         // A wall particle's velocity buffer holds its mDBC values (mdbc_kernel); its own
@@ -574,6 +575,22 @@ __device__ __forceinline__ void force_candidate(unsigned j, unsigned mid, float 
     }
 }
 
+#if TRAVERSAL == 1
+// Particle i's sums over its stencil's rows (FLUID: i is fluid and sums every neighbour; else
+// i is a boundary particle and sums its fluid neighbours): one instance of the walk each.
+template <bool FLUID>
+__device__ __forceinline__ void force_walk(const int c[3], const float p[3], int wlo, int whi, const CellTable &table,
+                                           const PairParticle &pi, const float4 *__restrict__ pos,
+                                           const float4 *__restrict__ vel, const float4 *__restrict__ wall,
+                                           const float4 *__restrict__ mdbc, Accum &acc) {
+    stencil_rows(c, p, wlo, whi, [&](unsigned k, unsigned kend, float b[3]) {
+        row_particles(table, k, kend, !FLUID, b, [&](unsigned j, unsigned mid, const float b[3]) {
+            force_candidate(j, mid, b[0], b[1], b[2], FLUID, pi, pos, vel, wall, mdbc, acc);
+        });
+    });
+}
+#endif
+
 // The particles first..first+count only (a part of the owned range: the edges or the
 // inner particles); neighbours are any held particle in the window [wlo, whi), whose
 // pressures come from their densities here (no pressure buffer to fill beforehand).
@@ -592,6 +609,7 @@ extern "C" __global__ void __launch_bounds__(256, FORCES_MIN_BLOCKS) forces_kern
         const int4 ci = cell_coords(p4.w);
         const bool fluid = info_kind(info[i]) == 0u;
         PairParticle pi = {xyz(v4), RHO0 * (1.0f + v4.w), pressure_of(v4.w), MASS};
+        pi.inv_rho = 1.0f / pi.rho;
         Accum acc = {v3(0.0f, 0.0f, 0.0f), 0.0f, 0.0f, v3(0.0f, 0.0f, 0.0f), 0.0f};
         // mDBC: a boundary particle's density comes from mdbc_kernel; it sums nothing here
         // (an empty loop: force 0, density rate 0).
@@ -606,15 +624,14 @@ extern "C" __global__ void __launch_bounds__(256, FORCES_MIN_BLOCKS) forces_kern
         (void)fluid_counts;
 #endif
 #if TRAVERSAL == 1
-        if (sums) {
-            const int c[3] = {ci.x, ci.y, ci.z};
-            const float p[3] = {p4.x, p4.y, p4.z};
-            stencil_rows(c, p, wlo, whi, [&](unsigned k, unsigned kend, float b[3]) {
-                row_particles(table, k, kend, !fluid, b, [&](unsigned j, unsigned mid, const float b[3]) {
-                    force_candidate(j, mid, b[0], b[1], b[2], fluid, pi, pos, vel, wall, mdbc, acc);
-                });
-            });
-        }
+        const int c[3] = {ci.x, ci.y, ci.z};
+        const float p[3] = {p4.x, p4.y, p4.z};
+        // The walk compiled once for fluid i and once for boundary i, so neither tests i's
+        // kind at each candidate.
+        if (fluid)
+            force_walk<true>(c, p, wlo, whi, table, pi, pos, vel, wall, mdbc, acc);
+        else if (sums)
+            force_walk<false>(c, p, wlo, whi, table, pi, pos, vel, wall, mdbc, acc);
 #else
         const int zlo = DIM == 3 ? -R : 0, zhi = sums ? (DIM == 3 ? R : 0) : zlo - 1;
         for (int dz = zlo; dz <= zhi; ++dz) {

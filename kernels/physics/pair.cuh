@@ -13,6 +13,7 @@ struct PairParticle {
     float rho;
     float p;
     float m;
+    float inv_rho;  // 1 / rho: of particle i only (j's is computed in the pair)
 };
 
 struct Accum {
@@ -23,51 +24,71 @@ struct Accum {
     float div_r;
 };
 
+// The pair's formulas in as few instructions as the force kernel can issue (it is bound by
+// issue, and a warp runs this body whenever one of its lanes has a neighbour within the
+// support): grad W = r f, so r . grad W = r2 f and v . grad W = f (v . r); one reciprocal
+// each of r2 + eta2 (viscosity, diffusion and the step's viscous bound) and of rho_j (the
+// pressure term and j's volume); the artificial viscosity of receding pairs as a zero factor
+// (mu clamped at 0) rather than a branch. The same formulas as the CPU's twin; the
+// order of the operations, so the last bits, differ (parity within its tolerance).
 __device__ __forceinline__ void fluid_pair(float3 r, float r2, const PairParticle &pi, const PairParticle &pj,
                                            bool j_fluid, float4 wall_j, float4 mdbc_j, Accum &out) {
-    float3 gw = r * KERNEL_F(sqrtf(r2));
-    float3 v = pi.vel - pj.vel;
-    float vr = dot(v, r);
-    float p_term = (pi.p + pj.p) / (pi.rho * pj.rho);
-    out.acc -= gw * (pj.m * p_term);
+    const float f = KERNEL_F_IN(sqrtf(r2));
+    const float3 v = pi.vel - pj.vel;
+    const float vr = dot(v, r);
+    const float inv_r2 = 1.0f / (r2 + ETA2);
+    const float inv_rhoj = 1.0f / pj.rho;
+    const float vol_j = pj.m * inv_rhoj;
+    // The momentum terms along r: -m_j (p_i + p_j) / (rho_i rho_j), then the viscosity's.
+    float along = -pj.m * (pi.p + pj.p) * (pi.inv_rho * inv_rhoj);
 #if MDBC
     // A boundary neighbour's no-slip or free-slip velocity from its ghost node, for
     // viscosity only.
     const float3 vv = j_fluid ? v : pi.vel - xyz(mdbc_j);
 #if VISC == 1
-    out.acc += monaghan_artificial(ALPHA, H, C0, 0.5f * (pi.rho + pj.rho), pj.m, dot(vv, r), r2, ETA2, gw);
+    // Monaghan (1992): approaching pairs only (mu < 0).
+    const float mu = fminf(H * dot(vv, r) * inv_r2, 0.0f);
+    along += pj.m * (2.0f * ALPHA * C0) * mu / (pi.rho + pj.rho);
+    out.acc += r * (f * along);
 #else
-    out.acc += morris_laminar(NU, pi.rho, pj.rho, pj.m, r, r2, ETA2, gw, vv);
+    out.acc += r * (f * along);
+    out.acc += morris_laminar(NU, pi.rho, pj.rho, pj.m, r, r2, ETA2, r * f, vv);
 #endif
 #elif VISC == 1
-    out.acc += monaghan_artificial(ALPHA, H, C0, 0.5f * (pi.rho + pj.rho), pj.m, vr, r2, ETA2, gw);
+    const float mu = fminf(H * vr * inv_r2, 0.0f);
+    along += pj.m * (2.0f * ALPHA * C0) * mu / (pi.rho + pj.rho);
+    out.acc += r * (f * along);
 #else
+    out.acc += r * (f * along);
     if (!j_fluid) {
         float beta = morris_wall_factor(xyz(wall_j), wall_j.w, r);
-        out.acc += morris_laminar(NU, pi.rho, pj.rho, pj.m, r, r2, ETA2, gw, v * beta);
+        out.acc += morris_laminar(NU, pi.rho, pj.rho, pj.m, r, r2, ETA2, r * f, v * beta);
     } else {
-        out.acc += morris_laminar(NU, pi.rho, pj.rho, pj.m, r, r2, ETA2, gw, v);
+        out.acc += morris_laminar(NU, pi.rho, pj.rho, pj.m, r, r2, ETA2, r * f, v);
     }
 #endif
-    out.drho += pj.m * dot(v, gw);
+    out.drho += pj.m * f * vr;
+    // -r . grad W / (r2 + eta2), the diffusion's and the shifting's common factor.
+    const float rgw = r2 * f;
 #if DIFF == 1
-    if (j_fluid) out.drho += molteni_colagrossi(DELTA_H_C0, pi.rho, pj.rho, r, r2, ETA2, gw, pj.m / pj.rho);
+    const float diff = (pj.rho - pi.rho);
 #elif DIFF == 2
-    if (j_fluid)
-        out.drho += fourtakas(DELTA_H_C0, pi.rho, pj.rho, r, r2, ETA2, gw, pj.m / pj.rho, RHO0, v3(GX, GY, GZ), INV_B,
-                              INV_GAMMA);
+    const float arg = 1.0f + RHO0 * dot(v3(GX, GY, GZ), -r) * INV_B;
+    const float diff = (pj.rho - pi.rho) - RHO0 * (powf(fmaxf(arg, 0.0f), INV_GAMMA) - 1.0f);
+#endif
+#if DIFF
+    // Molteni and Colagrossi (2009) or Fourtakas et al. (2019): fluid neighbours only.
+    out.drho += j_fluid ? DELTA_H_C0 * 2.0f * diff * -rgw * inv_r2 * vol_j : 0.0f;
 #endif
 #if SHIFT
-    float vol = pj.m / pj.rho;
-    out.grad_c += gw * vol;
-    out.div_r -= vol * dot(r, gw);
+    out.grad_c += r * (f * vol_j);
+    out.div_r -= vol_j * rgw;
 #endif
-    out.visc_max = fmaxf(out.visc_max, fabsf(H * vr / (r2 + ETA2)));
+    out.visc_max = fmaxf(out.visc_max, fabsf(H * vr * inv_r2));
 }
 
 __device__ __forceinline__ void boundary_pair(float3 r, float r2, const PairParticle &pi, const PairParticle &pj,
                                               Accum &out) {
-    float3 gw = r * KERNEL_F(sqrtf(r2));
-    float3 v = pi.vel - pj.vel;
-    out.drho += pj.m * dot(v, gw);
+    const float f = KERNEL_F_IN(sqrtf(r2));
+    out.drho += pj.m * f * dot(pi.vel - pj.vel, r);
 }
