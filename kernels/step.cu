@@ -475,6 +475,12 @@ extern "C" __global__ void gather8_kernel(int n, const unsigned *perm, const uin
 #endif
 
 #if TRAVERSAL == 1
+__device__ __forceinline__ float opaque(float x) {
+    float y;
+    asm("mov.b32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
 // Calls row(k, kend, b) for each row of the stencil of cell c (point at offset p from its
 // centre): the row's cells are k..kend (linear indices, consecutive along RA, clipped to the
 // grid), b the point's offset from the centre of cell k. The rows go in the order of O0,
@@ -497,8 +503,8 @@ __device__ __forceinline__ void stencil_rows(const int c[3], const float p[3], i
             int cc[3];
             float b[3];
             cc[ua] = cu, cc[wa] = cw, cc[RA] = c[RA] + lo;
-            b[ua] = p[ua] - (float)du * cs[ua];
-            b[wa] = p[wa] - (float)dw * cs[wa];
+            b[ua] = opaque(p[ua] - (float)du * cs[ua]);
+            b[wa] = opaque(p[wa] - (float)dw * cs[wa]);
             b[RA] = p[RA] - (float)lo * cs[RA];
             const unsigned k = cell_linear(cc[0], cc[1], cc[2], wlo);
             row(k, k + (unsigned)(hi - lo), b);
@@ -575,22 +581,6 @@ __device__ __forceinline__ void force_candidate(unsigned j, unsigned mid, float 
     }
 }
 
-#if TRAVERSAL == 1
-// Particle i's sums over its stencil's rows (FLUID: i is fluid and sums every neighbour; else
-// i is a boundary particle and sums its fluid neighbours): one instance of the walk each.
-template <bool FLUID>
-__device__ __forceinline__ void force_walk(const int c[3], const float p[3], int wlo, int whi, const CellTable &table,
-                                           const PairParticle &pi, const float4 *__restrict__ pos,
-                                           const float4 *__restrict__ vel, const float4 *__restrict__ wall,
-                                           const float4 *__restrict__ mdbc, Accum &acc) {
-    stencil_rows(c, p, wlo, whi, [&](unsigned k, unsigned kend, float b[3]) {
-        row_particles(table, k, kend, !FLUID, b, [&](unsigned j, unsigned mid, const float b[3]) {
-            force_candidate(j, mid, b[0], b[1], b[2], FLUID, pi, pos, vel, wall, mdbc, acc);
-        });
-    });
-}
-#endif
-
 // The particles first..first+count only (a part of the owned range: the edges or the
 // inner particles); neighbours are any held particle in the window [wlo, whi), whose
 // pressures come from their densities here (no pressure buffer to fill beforehand).
@@ -626,12 +616,13 @@ extern "C" __global__ void __launch_bounds__(256, FORCES_MIN_BLOCKS) forces_kern
 #if TRAVERSAL == 1
         const int c[3] = {ci.x, ci.y, ci.z};
         const float p[3] = {p4.x, p4.y, p4.z};
-        // The walk compiled once for fluid i and once for boundary i, so neither tests i's
-        // kind at each candidate.
-        if (fluid)
-            force_walk<true>(c, p, wlo, whi, table, pi, pos, vel, wall, mdbc, acc);
-        else if (sums)
-            force_walk<false>(c, p, wlo, whi, table, pi, pos, vel, wall, mdbc, acc);
+        if (sums) {
+            stencil_rows(c, p, wlo, whi, [&](unsigned k, unsigned kend, float b[3]) {
+                row_particles(table, k, kend, !fluid, b, [&](unsigned j, unsigned mid, const float b[3]) {
+                    force_candidate(j, mid, b[0], b[1], b[2], fluid, pi, pos, vel, wall, mdbc, acc);
+                });
+            });
+        }
 #else
         const int zlo = DIM == 3 ? -R : 0, zhi = sums ? (DIM == 3 ? R : 0) : zlo - 1;
         for (int dz = zlo; dz <= zhi; ++dz) {

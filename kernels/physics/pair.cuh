@@ -67,22 +67,26 @@ __device__ __forceinline__ void fluid_pair(float3 r, float r2, const PairParticl
         out.acc += morris_laminar(NU, pi.rho, pj.rho, pj.m, r, r2, ETA2, r * f, v);
     }
 #endif
-    out.drho += pj.m * f * vr;
-    // -r . grad W / (r2 + eta2), the diffusion's and the shifting's common factor.
-    const float rgw = r2 * f;
+    // The density rate carries f in each of its terms: continuity m_j v . grad W = m_j f vr,
+    // and the diffusion of Molteni and Colagrossi (2009) or Fourtakas et al. (2019), fluid
+    // neighbours only, with -r . grad W / (r2 + eta2) = -r2 f / (r2 + eta2).
+    float rate = pj.m * vr;
 #if DIFF == 1
-    const float diff = (pj.rho - pi.rho);
+    const float diff = pj.rho - pi.rho;
 #elif DIFF == 2
-    const float arg = 1.0f + RHO0 * dot(v3(GX, GY, GZ), -r) * INV_B;
+    // g . (x_j - x_i) with the zero components of g dropped at compile time (0 * r is not 0
+    // to the compiler: r could be infinite).
+    const float gr = -((GX != 0.0f ? GX * r.x : 0.0f) + (GY != 0.0f ? GY * r.y : 0.0f) + (GZ != 0.0f ? GZ * r.z : 0.0f));
+    const float arg = 1.0f + gr * (RHO0 * INV_B);
     const float diff = (pj.rho - pi.rho) - RHO0 * (powf(fmaxf(arg, 0.0f), INV_GAMMA) - 1.0f);
 #endif
 #if DIFF
-    // Molteni and Colagrossi (2009) or Fourtakas et al. (2019): fluid neighbours only.
-    out.drho += j_fluid ? DELTA_H_C0 * 2.0f * diff * -rgw * inv_r2 * vol_j : 0.0f;
+    rate += j_fluid ? (-2.0f * DELTA_H_C0 * pj.m) * diff * r2 * inv_r2 * inv_rhoj : 0.0f;
 #endif
+    out.drho += f * rate;
 #if SHIFT
     out.grad_c += r * (f * vol_j);
-    out.div_r -= vol_j * rgw;
+    out.div_r -= vol_j * (r2 * f);
 #endif
     out.visc_max = fmaxf(out.visc_max, fabsf(H * vr * inv_r2));
 }
