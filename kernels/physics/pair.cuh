@@ -40,7 +40,8 @@ __device__ __forceinline__ void fluid_pair(float3 r, float r2, const PairParticl
     const float inv_rhoj = 1.0f / pj.rho;
     const float vol_j = pj.m * inv_rhoj;
     // The momentum terms along r: -m_j (p_i + p_j) / (rho_i rho_j), then the viscosity's.
-    float along = -pj.m * (pi.p + pj.p) * (pi.inv_rho * inv_rhoj);
+    // (-m_j / rho_i is the same for every j of i: the masses are one constant.)
+    float along = (pi.p + pj.p) * ((-pj.m * pi.inv_rho) * inv_rhoj);
 #if MDBC
     // A boundary neighbour's no-slip or free-slip velocity from its ghost node, for
     // viscosity only.
