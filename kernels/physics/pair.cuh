@@ -1,4 +1,6 @@
-// Twin of crates/surge-core/src/physics/pair.rs: the body of the neighbour loop.
+// Twin of crates/surge-core/src/physics/pair.rs: the body of the neighbour loop, with the
+// artificial viscosity and the density diffusion (the twins of crates/surge-core/src/physics/
+// viscosity.rs and diffusion.rs) written inline.
 // Options are compile-time defines: VISC (1 artificial, 2 laminar), DIFF (0 none,
 // 1 molteni_colagrossi, 2 fourtakas), SHIFT (0, 1), MDBC (0 dbc, 1 mdbc no-slip, 2 mdbc
 // free slip).
@@ -6,7 +8,6 @@
 #include "vec.cuh"
 #include "kernel.cuh"
 #include "viscosity.cuh"
-#include "diffusion.cuh"
 
 struct PairParticle {
     float3 vel;

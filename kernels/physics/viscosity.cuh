@@ -1,14 +1,7 @@
-// Twin of crates/surge-core/src/physics/viscosity.rs. r = x_i - x_j, v = v_i - v_j.
+// Twin of crates/surge-core/src/physics/viscosity.rs (the laminar model; the artificial
+// viscosity is written into fluid_pair, pair.cuh). r = x_i - x_j, v = v_i - v_j.
 #pragma once
 #include "vec.cuh"
-
-__device__ __forceinline__ float3 monaghan_artificial(float alpha, float h, float c_mean, float rho_mean, float m_j,
-                                                      float vr, float r2, float eta2, float3 gw) {
-    if (vr >= 0.0f) return v3(0.0f, 0.0f, 0.0f);
-    float mu = h * vr / (r2 + eta2);
-    float pi = -alpha * c_mean * mu / rho_mean;
-    return gw * (-m_j * pi);
-}
 
 __device__ __forceinline__ float3 morris_laminar(float nu, float rho_i, float rho_j, float m_j, float3 r, float r2,
                                                  float eta2, float3 gw, float3 v) {

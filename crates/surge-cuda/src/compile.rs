@@ -19,7 +19,6 @@ pub const SOURCES: &[(&str, &str)] = &[
     ("physics/kernel.cuh", include_str!("../../../kernels/physics/kernel.cuh")),
     ("physics/eos.cuh", include_str!("../../../kernels/physics/eos.cuh")),
     ("physics/viscosity.cuh", include_str!("../../../kernels/physics/viscosity.cuh")),
-    ("physics/diffusion.cuh", include_str!("../../../kernels/physics/diffusion.cuh")),
     ("physics/pair.cuh", include_str!("../../../kernels/physics/pair.cuh")),
     ("physics/mdbc.cuh", include_str!("../../../kernels/physics/mdbc.cuh")),
     ("physics/loads.cuh", include_str!("../../../kernels/physics/loads.cuh")),

@@ -1,5 +1,7 @@
 //! Physics formulas as plain functions over scalars: no loops, no threads, no devices.
-//! Each has a CUDA twin of the same name and argument order in `kernels/physics/`.
+//! Each has a CUDA twin of the same name and argument order in `kernels/physics/`, but for
+//! the artificial viscosity and the density diffusions, which the CUDA `fluid_pair` writes
+//! inline in the fewest instructions (docs/ARCHITECTURE.md, "The CUDA backend").
 
 pub mod constants;
 pub mod diffusion;
