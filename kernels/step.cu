@@ -475,6 +475,10 @@ extern "C" __global__ void gather8_kernel(int n, const unsigned *perm, const uin
 #endif
 
 #if TRAVERSAL == 1
+// x, through an empty asm the compiler cannot see into: a row's offsets (stencil_rows) stay
+// in registers through the row's candidates, where the compiler would otherwise recompute them
+// from the row's integer offsets at each candidate (four instructions of the 21 a candidate
+// outside the support took; docs/PERFORMANCE.md, "The pair body in fewer instructions").
 __device__ __forceinline__ float opaque(float x) {
     float y;
     asm("mov.b32 %0, %1;" : "=f"(y) : "f"(x));

@@ -39,7 +39,6 @@ __device__ __forceinline__ void fluid_pair(float3 r, float r2, const PairParticl
     const float vr = dot(v, r);
     const float inv_r2 = 1.0f / (r2 + ETA2);
     const float inv_rhoj = 1.0f / pj.rho;
-    const float vol_j = pj.m * inv_rhoj;
     // The momentum terms along r: -m_j (p_i + p_j) / (rho_i rho_j), then the viscosity's.
     // (-m_j / rho_i is the same for every j of i: the masses are one constant.)
     float along = (pi.p + pj.p) * ((-pj.m * pi.inv_rho) * inv_rhoj);
@@ -87,6 +86,7 @@ __device__ __forceinline__ void fluid_pair(float3 r, float r2, const PairParticl
 #endif
     out.drho += f * rate;
 #if SHIFT
+    const float vol_j = pj.m * inv_rhoj;
     out.grad_c += r * (f * vol_j);
     out.div_r -= vol_j * (r2 * f);
 #endif
