@@ -50,8 +50,8 @@ done
 # scaling harness's --weak-mode widen): the same work on every GPU, efficiency t(1) / t(n).
 for n in 1 2 4; do
     [ "$n" -le "$ngpu" ] || continue
-    bench weak_${n}gpu_lb "$(all $n)" 0.00364 true --set "domain.max=[3.57, $n.35, 1.5]" \
-        --set "fluid.0.max=[3.22, $n, 0.55]" --set "wall.0.max=[3.22, $n, 1.0]"
+    bench weak_${n}gpu_lb "$(all $n)" 0.00364 true --set "fluid.0.max=[3.22, $n, 0.55]" \
+        --set "wall.0.max=[3.22, $n, 1.0]"
 done
 echo
 echo "=== summary"
