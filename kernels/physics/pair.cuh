@@ -42,31 +42,30 @@ __device__ __forceinline__ void fluid_pair(float3 r, float r2, const PairParticl
     // The momentum terms along r: -m_j (p_i + p_j) / (rho_i rho_j), then the viscosity's.
     // (-m_j / rho_i is the same for every j of i: the masses are one constant.)
     float along = (pi.p + pj.p) * ((-pj.m * pi.inv_rho) * inv_rhoj);
+    // The velocity the viscous term sees: with mDBC, a boundary neighbour's no-slip or
+    // free-slip velocity from its ghost node.
 #if MDBC
-    // A boundary neighbour's no-slip or free-slip velocity from its ghost node, for
-    // viscosity only.
     const float3 vv = j_fluid ? v : pi.vel - xyz(mdbc_j);
+#else
+    const float3 vv = v;
+#endif
 #if VISC == 1
     // Monaghan (1992): approaching pairs only (mu < 0).
-    const float mu = fminf(H * dot(vv, r) * inv_r2, 0.0f);
+    const float mu = fminf(H * (MDBC ? dot(vv, r) : vr) * inv_r2, 0.0f);
     along += pj.m * (2.0f * ALPHA * C0) * mu / (pi.rho + pj.rho);
     out.acc += r * (f * along);
 #else
     out.acc += r * (f * along);
+#if MDBC
     out.acc += morris_laminar(NU, pi.rho, pj.rho, pj.m, r, r2, ETA2, r * f, vv);
-#endif
-#elif VISC == 1
-    const float mu = fminf(H * vr * inv_r2, 0.0f);
-    along += pj.m * (2.0f * ALPHA * C0) * mu / (pi.rho + pj.rho);
-    out.acc += r * (f * along);
 #else
-    out.acc += r * (f * along);
     if (!j_fluid) {
         float beta = morris_wall_factor(xyz(wall_j), wall_j.w, r);
         out.acc += morris_laminar(NU, pi.rho, pj.rho, pj.m, r, r2, ETA2, r * f, v * beta);
     } else {
         out.acc += morris_laminar(NU, pi.rho, pj.rho, pj.m, r, r2, ETA2, r * f, v);
     }
+#endif
 #endif
     // The density rate carries f in each of its terms: continuity m_j v . grad W = m_j f vr,
     // and the diffusion of Molteni and Colagrossi (2009) or Fourtakas et al. (2019), fluid
