@@ -47,6 +47,16 @@ pub const CUDA_SKIN_FRACTION_MDBC: f64 = 0.04;
 /// and checking candidates is half the force pass.
 pub const STENCIL_REACH: i32 = 2;
 
+/// [`STENCIL_REACH`], or `SURGE_CUDA_REACH` (2 or 3: cells a third of the support) for
+/// tuning.
+pub fn stencil_reach() -> i32 {
+    std::env::var("SURGE_CUDA_REACH")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .filter(|r| (2..=3).contains(r))
+        .unwrap_or(STENCIL_REACH)
+}
+
 /// The skin fraction of `case` on the GPU ([`CUDA_SKIN_FRACTION`], with mDBC walls
 /// [`CUDA_SKIN_FRACTION_MDBC`]; `SURGE_CUDA_SKIN` overrides both).
 pub(crate) fn skin_fraction(case: &Case) -> f64 {
@@ -762,7 +772,7 @@ impl CudaBackend {
         let gpus = crate::probe::gpus()?;
         let gpu = gpus.get(ordinal).ok_or_else(|| format!("there is no GPU {ordinal}: {} visible", gpus.len()))?;
         crate::probe::nvrtc_version()?;
-        let whole = Grid::with_skin(case, case.split_axis(), skin_fraction(case), STENCIL_REACH)?;
+        let whole = Grid::with_skin(case, case.split_axis(), skin_fraction(case), stencil_reach())?;
         let cap = cap.max(n).max(1);
         // A device alone takes the whole grid; one of a team (`team`: the team's map and its
         // number in it) its window from the start, so its cell table is never the whole
