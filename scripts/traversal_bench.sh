@@ -28,13 +28,13 @@ bench() { # name variant args...
 }
 for rep in 1 2; do
     for v in $VARIANTS; do
-        bench "test2-rest" "$v" --cases dam-break3d --set dp=0.006 --steps 100
+        bench "test2-rest" "$v" --cases dam-break3d --set dp=0.006 --steps 100 --develop-to 0
         [ -n "$ckpt" ] && bench "test2-developed" "$v" --cases dam-break3d --set dp=0.006 --steps 100 --from "$ckpt"
     done
 done
 for v in $VARIANTS; do
     bench "test2-mdbc" "$v" --cases dam-break3d --set dp=0.006 --steps 100 --set 'physics.boundary={kind="mdbc",slip=true}'
-    bench "test2-h1.3" "$v" --cases dam-break3d --set dp=0.006 --set h_over_dp=1.3 --steps 100
+    bench "test2-h1.3" "$v" --cases dam-break3d --set dp=0.006 --set h_over_dp=1.3 --steps 100 --develop-to 0
     bench "2d-1M" "$v" --cases dam-break2d --set dp=0.0014 --steps 200
 done
 printf '%-16s' case; for v in $VARIANTS; do printf ' %-22s' "$v ms/step"; done; echo
