@@ -835,7 +835,8 @@ extern "C" __global__ void __launch_bounds__(256, MDBC_MIN_BLOCKS)
         for (int k = 0; k < MDBC_OTHER_SLIP; ++k) other = other || (id >= ranges[2 * k] && id < ranges[2 * k + 1]);
     }
 #endif
-    const bool slip = (MDBC == 2) != other;
+    // 0 no-slip, 1 free slip, 2 the wall's velocity (which has no other: the case refuses it).
+    const int slip = MDBC == 3 ? 2 : (int)((MDBC == 2) != other);
 #if MDBC_IN_VEL
     // The wall is at rest: its velocity is zero, and its velocity buffer takes the mDBC
     // values (the update puts them back to zero).

@@ -457,13 +457,17 @@ fn cmd_check(
             if ratio < 10.0 { " (below the usual 10 x: density may vary more than 1 %)" } else { "" }
         );
     }
-    let slip = |slip: bool| if slip { "free slip" } else { "no-slip" };
+    let slip = |slip: surge_core::case::Slip| match slip {
+        surge_core::case::Slip::No => "no-slip",
+        surge_core::case::Slip::Free => "free slip",
+        surge_core::case::Slip::Wall => "the wall's velocity",
+    };
     let walls = match case.boundary {
         surge_core::case::Boundary::Dbc => "dynamic (dbc)".to_string(),
         surge_core::case::Boundary::Mdbc { slip: s } => {
             let other: Vec<String> = case.mdbc_other_slip.iter().map(|(solid, _)| case.solid_label(*solid)).collect();
             let other =
-                if other.is_empty() { String::new() } else { format!("; {} on {}", slip(!s), other.join(", ")) };
+                if other.is_empty() { String::new() } else { format!("; {} on {}", slip(s.other()), other.join(", ")) };
             format!("mdbc ({}{other})", slip(s))
         }
     };

@@ -144,13 +144,14 @@ __device__ __forceinline__ float3 free_slip(float3 v_wall, float3 v_ghost, float
 }
 
 // [velocity for the viscous term, relative density] of a boundary particle.
-__device__ __forceinline__ float4 mdbc_state(const GhostSums &s, float4 wall, float3 v_wall, bool slip) {
+// slip: 0 no-slip, 1 free slip, 2 the wall's own velocity (surge_core::case::Slip).
+__device__ __forceinline__ float4 mdbc_state(const GhostSums &s, float4 wall, float3 v_wall, int slip) {
     const float3 n = xyz(wall);
     float d;
     float3 grad, vel;
     if (ghost_values(s, d, grad, vel)) {
         const float db = boundary_density(d, grad, n * (-2.0f * wall.w));
-        const float3 v = slip ? free_slip(v_wall, vel, n) : no_slip(v_wall, vel);
+        const float3 v = slip == 1 ? free_slip(v_wall, vel, n) : slip == 0 ? no_slip(v_wall, vel) : v_wall;
         return make_float4(v.x, v.y, v.z, db);
     }
     return make_float4(v_wall.x, v_wall.y, v_wall.z, 0.0f);

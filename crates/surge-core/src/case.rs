@@ -63,9 +63,37 @@ pub enum Boundary {
     /// Modified dynamic boundary conditions: density and viscous velocity from a ghost node
     /// ([`crate::physics::mdbc`]).
     Mdbc {
-        /// Free slip (`true`) or no-slip (`false`).
-        slip: bool,
+        /// The velocity the viscous term sees at the wall.
+        slip: Slip,
     },
+}
+
+/// What velocity an mDBC boundary particle shows the viscous term (`physics.boundary`'s
+/// `slip`); its density comes from the ghost node in every case.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Slip {
+    /// No-slip (`slip = false`): the ghost's velocity mirrored through the wall's,
+    /// `2 v_wall - v_ghost` (mDBC with DualSPHysics 5.2's no-slip mode).
+    #[default]
+    No,
+    /// Free slip (`slip = true`): relative to the wall, the ghost's tangential part kept and
+    /// its normal part mirrored.
+    Free,
+    /// The wall's own velocity (`slip = "wall"`), as dynamic boundaries show it: the original
+    /// mDBC of English et al. 2022 (DualSPHysics 5.0, its default slip mode `SLIP_Vel0`).
+    Wall,
+}
+
+impl Slip {
+    /// The mode a solid of the other slip takes (no-slip and free slip swap; `Wall` has no
+    /// other: the case refuses solid slips with it).
+    pub fn other(self) -> Slip {
+        match self {
+            Slip::No => Slip::Free,
+            Slip::Free => Slip::No,
+            Slip::Wall => Slip::Wall,
+        }
+    }
 }
 
 impl Boundary {
@@ -1697,7 +1725,7 @@ impl Case {
         }
         // mDBC's slip, solid by solid: the solids that ask for the opposite of the case's.
         let global_slip = match ph.boundary {
-            BoundarySpec::Mdbc { slip } => Some(slip),
+            BoundarySpec::Mdbc { slip } => Some(slip.0),
             BoundarySpec::Dbc {} => None,
         };
         let asked = (f.wall.iter().enumerate().map(|(k, w)| (w.slip, Solid::Wall(k), format!("wall[{k}].slip"))))
@@ -1719,7 +1747,13 @@ impl Case {
                     "slip is a setting of mDBC walls and physics.boundary is dbc: set physics.boundary = { kind = \"mdbc\" }",
                 ));
             };
-            if slip != global {
+            if global == Slip::Wall {
+                return Err(c.err(
+                    field,
+                    "a solid's slip (true or false) needs physics.boundary's slip true or false, not \"wall\"",
+                ));
+            }
+            if slip != (global == Slip::Free) {
                 other_slip.push(solid);
             }
         }
@@ -1745,7 +1779,7 @@ impl Case {
             shifting,
             boundary: match ph.boundary {
                 BoundarySpec::Dbc {} => Boundary::Dbc,
-                BoundarySpec::Mdbc { slip } => Boundary::Mdbc { slip },
+                BoundarySpec::Mdbc { slip } => Boundary::Mdbc { slip: slip.0 },
             },
             hydrostatic_start: match ph.initial_pressure {
                 Some(InitialPressure::Hydrostatic) => {
@@ -1951,7 +1985,12 @@ impl Case {
         };
         // DBC adds nothing, so the cases (and checkpoints) from before mDBC keep their hash.
         if let Boundary::Mdbc { slip } = *boundary {
-            hs.str("mdbc").u64(slip as u64);
+            // 0 and 1 as the boolean it was; the wall's velocity 2.
+            hs.str("mdbc").u64(match slip {
+                Slip::No => 0,
+                Slip::Free => 1,
+                Slip::Wall => 2,
+            });
             // Solids of the other slip; none adds nothing (the cases from before keep their hash).
             for (_, r) in mdbc_other_slip {
                 hs.str("other slip").u64(r.start as u64).u64(r.end as u64);
@@ -2129,13 +2168,19 @@ mod tests {
         let c = Case::from_str(CASE, &[]).unwrap();
         assert_eq!(c.boundary, Boundary::Dbc);
         let c = Case::from_str(CASE, &[r#"physics.boundary={kind="mdbc"}"#.into()]).unwrap();
-        assert_eq!(c.boundary, Boundary::Mdbc { slip: false });
+        assert_eq!(c.boundary, Boundary::Mdbc { slip: Slip::No });
         let c = Case::from_str(CASE, &[r#"physics.boundary={kind="mdbc", slip=true}"#.into()]).unwrap();
-        assert_eq!(c.boundary, Boundary::Mdbc { slip: true });
+        assert_eq!(c.boundary, Boundary::Mdbc { slip: Slip::Free });
+        let c = Case::from_str(CASE, &[r#"physics.boundary={kind="mdbc", slip="wall"}"#.into()]).unwrap();
+        assert_eq!(c.boundary, Boundary::Mdbc { slip: Slip::Wall });
         for (set, want) in [
             (r#"physics.boundary={kind="mbdc"}"#, "unknown variant `mbdc`, expected `dbc` or `mdbc`"),
             (r#"physics.boundary={kind="dbc", slip=true}"#, "unknown field `slip`"),
-            (r#"physics.boundary={kind="mdbc", slip="yes"}"#, "expected a boolean"),
+            (
+                r#"physics.boundary={kind="mdbc", slip="yes"}"#,
+                "expected true (free slip), false (no-slip) or \"wall\" (the wall's own velocity)",
+            ),
+            (r#"physics.boundary={kind="mdbc", slip=1}"#, "expected true (free slip)"),
             (r#"physics.boundary="mdbc""#, "expected"),
         ] {
             let e = Case::from_str(CASE, &[set.into()]).unwrap_err();
@@ -2181,6 +2226,14 @@ mod tests {
         let e = Case::from_str(CASE, &[obstacle(", slip=true")]).unwrap_err();
         assert_eq!(e.field, "obstacle[0].slip");
         assert!(e.to_string().contains("physics.boundary is dbc"), "{e}");
+        // The wall's own velocity has no other slip: a solid's slip is refused with it.
+        let wall = [r#"physics.boundary={kind="mdbc",slip="wall"}"#.into(), obstacle(", slip=false")];
+        let e = Case::from_str(CASE, &wall).unwrap_err();
+        assert_eq!(e.field, "obstacle[0].slip");
+        assert!(e.to_string().contains("not \"wall\""), "{e}");
+        // And it is a case of its own (its checkpoints are not the others').
+        let hash = |slip: &str| case(&[format!("physics.boundary={{kind=\"mdbc\",slip={slip}}}")]).physics_hash();
+        assert!(hash("\"wall\"") != hash("false") && hash("\"wall\"") != hash("true"));
     }
 
     #[test]

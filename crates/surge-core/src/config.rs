@@ -355,10 +355,38 @@ pub enum BoundarySpec {
     Mdbc {
         /// `false` (default): no-slip, the viscous term sees `2 v_wall - v_ghost`; `true`:
         /// free slip, the ghost's velocity relative to the wall keeps its tangential part and
-        /// has its normal part mirrored.
+        /// has its normal part mirrored; `"wall"`: the wall's own velocity, as dynamic
+        /// boundaries show it (the original mDBC, DualSPHysics 5.0's).
         #[serde(default)]
-        slip: bool,
+        slip: SlipSpec,
     },
+}
+
+/// `physics.boundary`'s `slip`: `true`, `false` or `"wall"` ([`crate::case::Slip`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SlipSpec(pub crate::case::Slip);
+
+impl<'de> Deserialize<'de> for SlipSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use crate::case::Slip;
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = SlipSpec;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("true (free slip), false (no-slip) or \"wall\" (the wall's own velocity)")
+            }
+            fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<SlipSpec, E> {
+                Ok(SlipSpec(if v { Slip::Free } else { Slip::No }))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<SlipSpec, E> {
+                match v {
+                    "wall" => Ok(SlipSpec(Slip::Wall)),
+                    _ => Err(E::invalid_value(serde::de::Unexpected::Str(v), &self)),
+                }
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 impl Default for BoundarySpec {

@@ -7,7 +7,7 @@ use rayon::prelude::*;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use surge_core::buffers::{Kind, ParticleArrays};
-use surge_core::case::{Boundary, Case, Solid};
+use surge_core::case::{Boundary, Case, Slip, Solid};
 use surge_core::config::KernelKind;
 use surge_core::grid::Grid;
 use surge_core::physics::constants::Constants;
@@ -33,7 +33,7 @@ pub(crate) fn mdbc(
     let Boundary::Mdbc { slip } = case.boundary else { return };
     let (h, dim) = (case.h, case.dim);
     let at = Ghosts { consts, grid, cell_start, simd, pass: new_pass() };
-    let slip = Slip { case: slip, other: &case.mdbc_other_slip };
+    let slip = Slips { case: slip, other: &case.mdbc_other_slip };
     match (case.kernel, dim) {
         (KernelKind::WendlandC2, 2) => pass::<_, 2>(WendlandC2::new(h, dim), slip, &at, a, range),
         (KernelKind::WendlandC2, _) => pass::<_, 3>(WendlandC2::new(h, dim), slip, &at, a, range),
@@ -44,15 +44,19 @@ pub(crate) fn mdbc(
 
 /// mDBC's slip: the case's, and the solids that take the other, with their ids.
 #[derive(Clone, Copy)]
-struct Slip<'a> {
-    case: bool,
+struct Slips<'a> {
+    case: Slip,
     other: &'a [(Solid, Range<u32>)],
 }
 
-impl Slip<'_> {
+impl Slips<'_> {
     /// The slip of the particle `id`.
-    fn of(self, id: u32) -> bool {
-        self.case != self.other.iter().any(|(_, r)| r.contains(&id))
+    fn of(self, id: u32) -> Slip {
+        if self.other.iter().any(|(_, r)| r.contains(&id)) {
+            self.case.other()
+        } else {
+            self.case
+        }
     }
 }
 
@@ -290,7 +294,7 @@ mod simd {
 
 fn pass<K: SmoothingKernel, const DIM: usize>(
     kernel: K,
-    slip: Slip,
+    slip: Slips,
     at: &Ghosts,
     a: &mut ParticleArrays,
     range: Range<usize>,

@@ -6,7 +6,7 @@
 use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use surge_core::case::{Boundary, Diffusion, Shifting, Viscosity};
+use surge_core::case::{Boundary, Diffusion, Shifting, Slip, Viscosity};
 use surge_core::config::{KernelKind, Scheme, Traversal};
 use surge_core::grid::Grid;
 use surge_core::physics::constants::Constants;
@@ -101,7 +101,8 @@ pub fn info_packed(case: &Case, ids: u64) -> bool {
 }
 
 /// The `-D` defines of a case on a grid, its particles' ids below `ids` ([`info_packed`]):
-/// option switches (`MDBC`: 0 DBC, 1 mDBC no-slip, 2 mDBC free slip; `MDBC_OTHER_SLIP`:
+/// option switches (`MDBC`: 0 DBC, 1 mDBC no-slip, 2 mDBC free slip, 3 mDBC with the
+/// wall's velocity; `MDBC_OTHER_SLIP`:
 /// solids of the other slip), and the case's
 /// [`Constants`] (the values the CPU uses) as float literals.
 pub fn defines(case: &Case, grid: &Grid, ids: u64) -> BTreeMap<&'static str, String> {
@@ -155,8 +156,9 @@ pub fn defines(case: &Case, grid: &Grid, ids: u64) -> BTreeMap<&'static str, Str
     d.insert("SHIFT_THRESHOLD", lit(c.shift_threshold));
     let mdbc = match case.boundary {
         Boundary::Dbc => "0",
-        Boundary::Mdbc { slip: false } => "1",
-        Boundary::Mdbc { slip: true } => "2",
+        Boundary::Mdbc { slip: Slip::No } => "1",
+        Boundary::Mdbc { slip: Slip::Free } => "2",
+        Boundary::Mdbc { slip: Slip::Wall } => "3",
     };
     d.insert("MDBC", mdbc.into());
     d.insert("MDBC_IN_VEL", u8::from(mdbc_in_vel(case)).to_string());

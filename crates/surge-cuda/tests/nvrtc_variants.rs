@@ -1,6 +1,6 @@
 //! Every specialisation of the kernels compiles with NVRTC (no GPU needed): 2 kernels ×
 //! 2 viscosities × 3 density diffusions × 2 shiftings × 2 dimensions × (gamma 7 or not) ×
-//! 2 time schemes; and mDBC (no-slip, free slip) with each kernel, viscosity, dimension and
+//! 2 time schemes; and mDBC (no-slip, free slip, the wall's velocity) with each kernel, viscosity, dimension and
 //! neighbour traversal (`gpu.traversal`; the 2D base is periodic along the key's fastest
 //! axis, where `ranges` falls back to `cells`), its values in the velocity buffer (walls at
 //! rest) or, with a force gauge, in their own; the cell table of one bin a cell; and an
@@ -111,6 +111,8 @@ fn every_kernel_specialisation_compiles() {
                     ("true", "ranges", false),
                     ("false", "ranges", true),
                     ("true", "cells", true),
+                    ("\"wall\"", "ranges", false),
+                    ("\"wall\"", "cells", true),
                 ] {
                     let mut o: Vec<String> = [
                         format!("physics.kernel=\"{kernel}\""),
@@ -172,5 +174,5 @@ fn every_kernel_specialisation_compiles() {
     }
     let _ = std::fs::remove_dir_all(&cache);
     println!("{count} specialisations compiled in {:.1} s", t0.elapsed().as_secs_f64());
-    assert_eq!(count, 192 + 48 + 6 + 4);
+    assert_eq!(count, 192 + 64 + 6 + 4);
 }

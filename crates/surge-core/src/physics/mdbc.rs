@@ -32,6 +32,7 @@
 //! Each function has a CUDA twin of the same name and argument order in
 //! `kernels/physics/mdbc.cuh`.
 
+use crate::case::Slip;
 use crate::V3;
 
 /// Smallest `|det A|` for which the first-order system is solved (DualSPHysics: 1e-3).
@@ -227,15 +228,19 @@ pub fn free_slip(v_wall: V3, v_ghost: V3, n: V3) -> V3 {
 
 /// The mDBC values of a boundary particle (`[velocity for the viscous term, relative
 /// density]`) from its ghost's sums; `wall` is its normal and distance, `v_wall` its own
-/// (prescribed) velocity. A ghost without fluid leaves the particle at rho0 and the wall's
-/// velocity.
+/// (prescribed) velocity, `slip` what the viscous term sees. A ghost without fluid leaves the
+/// particle at rho0 and the wall's velocity.
 #[inline(always)]
-pub fn mdbc_state<const DIM: usize>(s: &GhostSums, wall: [f32; 4], v_wall: V3, slip: bool) -> [f32; 4] {
+pub fn mdbc_state<const DIM: usize>(s: &GhostSums, wall: [f32; 4], v_wall: V3, slip: Slip) -> [f32; 4] {
     let n = V3::from4(wall);
     match ghost_values::<DIM>(s) {
         Some(g) => {
             let d = boundary_density(g.d, g.grad, n * (-2.0 * wall[3]));
-            let v = if slip { free_slip(v_wall, g.vel, n) } else { no_slip(v_wall, g.vel) };
+            let v = match slip {
+                Slip::Free => free_slip(v_wall, g.vel, n),
+                Slip::No => no_slip(v_wall, g.vel),
+                Slip::Wall => v_wall,
+            };
             v.with_w(d)
         }
         None => v_wall.with_w(0.0),
@@ -354,11 +359,24 @@ mod tests {
         // The boundary particle dp/2 below the wall: its ghost at +dp/2 extrapolates to
         // d(-dp/2) = 0.02 + 0.01.
         let s = lattice_sums([0.0, 0.01], 0.02, [0.0, -1.0], V3::new(0.0, 0.0, 0.0), |_, y| y > 0.0);
-        let st = mdbc_state::<2>(&s, [0.0, 1.0, 0.0, 0.01], V3::new(0.0, 0.0, 0.0), false);
+        let st = mdbc_state::<2>(&s, [0.0, 1.0, 0.0, 0.01], V3::new(0.0, 0.0, 0.0), Slip::No);
         assert!((st[3] - 0.03).abs() < 1e-6, "{st:?}");
+        // The slip changes the velocity only: no-slip mirrors the ghost's through the wall's,
+        // free slip mirrors its normal part, `Wall` shows the wall's own velocity.
+        let s = lattice_sums([0.0, 0.01], 0.02, [0.0, -1.0], vel, |_, y| y > 0.0);
+        let (wall, v_wall) = ([0.0, 1.0, 0.0, 0.01], V3::new(0.3, 0.0, 0.0));
+        let [no, free, own] = [Slip::No, Slip::Free, Slip::Wall].map(|k| mdbc_state::<2>(&s, wall, v_wall, k));
+        assert!(no[3] == free[3] && no[3] == own[3], "{no:?} {free:?} {own:?}");
+        let g = ghost_values::<2>(&s).unwrap().vel;
+        assert!((V3::from4(no) - (v_wall * 2.0 - g)).norm2() < 1e-10, "{no:?}");
+        assert!((V3::from4(free) - V3::new(g.x, -g.y, 0.0)).norm2() < 1e-10, "{free:?}");
+        assert_eq!(V3::from4(own), v_wall);
         // No fluid: rho0 and the wall's velocity.
         let none = GhostSums::default();
-        assert_eq!(mdbc_state::<2>(&none, [0.0, 1.0, 0.0, 0.01], V3::new(0.5, 0.0, 0.0), true), [0.5, 0.0, 0.0, 0.0]);
+        assert_eq!(
+            mdbc_state::<2>(&none, [0.0, 1.0, 0.0, 0.01], V3::new(0.5, 0.0, 0.0), Slip::Free),
+            [0.5, 0.0, 0.0, 0.0]
+        );
         // A single far neighbour: A is singular, Shepard gives its values.
         let s = lattice_sums([0.0, 0.0], 0.004, [0.0, 0.0], vel, |x, y| x > 0.0 && x < 0.02 && y > 0.02 && y < 0.04);
         assert!(s.a[0][0] >= SHEPARD_MIN);
