@@ -30,10 +30,19 @@ fn cuda_matches_cpu_on_every_config() {
     if let Ok(only) = std::env::var("SURGE_PARITY_ONLY") {
         names.retain(|n| only.split(',').any(|o| o == n));
     }
-    // Each config with each neighbour traversal of the GPU (the CPU's run is the same).
-    for (name, traversal) in names.iter().flat_map(|n| ["cells", "ranges"].map(|t| (n.clone(), t))) {
-        let case = case(&name, &[&format!("gpu.traversal={traversal}")]);
-        let name = format!("{name} {traversal}");
+    // Each config with each neighbour traversal of the GPU (the CPU's run is the same), and
+    // SPHERIC Test 2 with the mDBC slip no shipped config takes (the wall's velocity).
+    let mut runs: Vec<(String, Vec<String>)> = names
+        .iter()
+        .flat_map(|n| ["cells", "ranges"].map(|t| (n.clone(), vec![format!("gpu.traversal={t}")])))
+        .collect();
+    if names.iter().any(|n| n == "spheric_test2.toml") {
+        runs.push(("spheric_test2.toml".into(), vec![r#"physics.boundary={kind="mdbc",slip="wall"}"#.into()]));
+    }
+    for (name, sets) in runs {
+        let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
+        let case = case(&name, &sets);
+        let name = format!("{name} {}", sets.join(" ").replace("gpu.traversal=", ""));
         let mut cpu = sim_on(&case, BackendChoice::Cpu, 0);
         let mut gpu = sim_on(&case, BackendChoice::Cuda, 0);
         for _ in 0..STEPS {
