@@ -1,7 +1,7 @@
 //! Every specialisation of the kernels compiles with NVRTC (no GPU needed): 2 kernels ×
 //! 2 viscosities × 3 density diffusions × 2 shiftings × 2 dimensions × (gamma 7 or not) ×
-//! 2 time schemes; and mDBC (no-slip, free slip, the wall's velocity) with each kernel, viscosity, dimension and
-//! neighbour traversal (`gpu.traversal`; the 2D base is periodic along the key's fastest
+//! 2 time schemes; and mDBC (no-slip, free slip, the wall's velocity) with each kernel,
+//! viscosity, dimension and neighbour traversal (`gpu.traversal`; the 2D base is periodic along the key's fastest
 //! axis, where `ranges` falls back to `cells`), its values in the velocity buffer (walls at
 //! rest) or, with a force gauge, in their own; the cell table of one bin a cell; and an
 //! obstacle of the other slip.
