@@ -825,7 +825,7 @@ extern "C" __global__ void __launch_bounds__(256, MDBC_MIN_BLOCKS)
     if (!ghost_offset(xyz(p4), w4, 2.0f * H, og)) return;  // not listed
     GhostSums s;
     ghost_sums<false>(og, cell_coords(p4.w), wlo, whi, pos, vel, nullptr, cell_start, s);
-    // The case's slip, the other one on the solids of Case::mdbc_other_slip (Slip::of in
+    // The case's slip, the other one on the solids of Case::mdbc_other_slip (Slips::of in
     // crates/surge-cpu/src/mdbc.rs).
     bool other = false;
 #if MDBC_OTHER_SLIP
