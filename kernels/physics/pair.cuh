@@ -3,7 +3,7 @@
 // viscosity.rs and diffusion.rs) written inline.
 // Options are compile-time defines: VISC (1 artificial, 2 laminar), DIFF (0 none,
 // 1 molteni_colagrossi, 2 fourtakas), SHIFT (0, 1), MDBC (0 dbc, 1 mdbc no-slip, 2 mdbc
-// free slip).
+// free slip, 3 mdbc with the wall's velocity).
 #pragma once
 #include "vec.cuh"
 #include "kernel.cuh"
@@ -43,7 +43,7 @@ __device__ __forceinline__ void fluid_pair(float3 r, float r2, const PairParticl
     // (-m_j / rho_i is the same for every j of i: the masses are one constant.)
     float along = (pi.p + pj.p) * ((-pj.m * pi.inv_rho) * inv_rhoj);
     // The velocity the viscous term sees: with mDBC, a boundary neighbour's no-slip or
-    // free-slip velocity from its ghost node.
+    // free-slip velocity from its ghost node, or the wall's own (mdbc_state).
 #if MDBC
     const float3 vv = j_fluid ? v : pi.vel - xyz(mdbc_j);
 #else

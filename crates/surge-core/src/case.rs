@@ -1725,7 +1725,7 @@ impl Case {
         }
         // mDBC's slip, solid by solid: the solids that ask for the opposite of the case's.
         let global_slip = match ph.boundary {
-            BoundarySpec::Mdbc { slip } => Some(slip.0),
+            BoundarySpec::Mdbc { slip } => Some(slip),
             BoundarySpec::Dbc {} => None,
         };
         let asked = (f.wall.iter().enumerate().map(|(k, w)| (w.slip, Solid::Wall(k), format!("wall[{k}].slip"))))
@@ -1779,7 +1779,7 @@ impl Case {
             shifting,
             boundary: match ph.boundary {
                 BoundarySpec::Dbc {} => Boundary::Dbc,
-                BoundarySpec::Mdbc { slip } => Boundary::Mdbc { slip: slip.0 },
+                BoundarySpec::Mdbc { slip } => Boundary::Mdbc { slip },
             },
             hydrostatic_start: match ph.initial_pressure {
                 Some(InitialPressure::Hydrostatic) => {

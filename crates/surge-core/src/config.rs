@@ -358,29 +358,26 @@ pub enum BoundarySpec {
         /// has its normal part mirrored; `"wall"`: the wall's own velocity, as dynamic
         /// boundaries show it (the original mDBC, DualSPHysics 5.0's).
         #[serde(default)]
-        slip: SlipSpec,
+        slip: crate::case::Slip,
     },
 }
 
-/// `physics.boundary`'s `slip`: `true`, `false` or `"wall"` ([`crate::case::Slip`]).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct SlipSpec(pub crate::case::Slip);
-
-impl<'de> Deserialize<'de> for SlipSpec {
+/// `physics.boundary`'s `slip`: `true` (free), `false` (no-slip) or `"wall"`.
+impl<'de> Deserialize<'de> for crate::case::Slip {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         use crate::case::Slip;
         struct V;
         impl serde::de::Visitor<'_> for V {
-            type Value = SlipSpec;
+            type Value = Slip;
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
                 f.write_str("true (free slip), false (no-slip) or \"wall\" (the wall's own velocity)")
             }
-            fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<SlipSpec, E> {
-                Ok(SlipSpec(if v { Slip::Free } else { Slip::No }))
+            fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<Slip, E> {
+                Ok(if v { Slip::Free } else { Slip::No })
             }
-            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<SlipSpec, E> {
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Slip, E> {
                 match v {
-                    "wall" => Ok(SlipSpec(Slip::Wall)),
+                    "wall" => Ok(Slip::Wall),
                     _ => Err(E::invalid_value(serde::de::Unexpected::Str(v), &self)),
                 }
             }
