@@ -466,15 +466,17 @@ extern "C" __global__ void gather8_kernel(int n, const unsigned *perm, const uin
 //     each row in storage order: another summation order than the CPU's (parity within its
 //     tolerance), the same on every device, worker and run. A row does not wrap: compile.rs
 //     (Traversal::resolve) keeps 0 where RA is periodic.
+//   2 pencil: the rows of 1 in the same order, each block's rows read once into shared
+//     memory (the pencil kernel below); the ghost-node passes walk as 1.
 #ifndef TRAVERSAL
 #define TRAVERSAL 0
 #endif
 #define RA (DIM == 3 ? O2 : O1)
-#if TRAVERSAL == 1 && ((RA == 0 && PERX) || (RA == 1 && PERY) || (RA == 2 && PERZ))
-#error "TRAVERSAL 1 (ranges) along a periodic axis: rows do not wrap"
+#if TRAVERSAL >= 1 && ((RA == 0 && PERX) || (RA == 1 && PERY) || (RA == 2 && PERZ))
+#error "TRAVERSAL 1 (ranges) or 2 (pencil) along a periodic axis: rows do not wrap"
 #endif
 
-#if TRAVERSAL == 1
+#if TRAVERSAL >= 1
 // x, through an empty asm the compiler cannot see into: a row's offsets (stencil_rows) stay
 // in registers through the row's candidates, where the compiler would otherwise recompute them
 // from the row's integer offsets at each candidate (four instructions of the 21 a candidate
@@ -543,12 +545,12 @@ __device__ __forceinline__ void row_particles(const CellTable &t, unsigned k, un
 }
 #endif
 
-// One candidate j of particle i's sum (b: i's offset from the centre of j's cell).
-__device__ __forceinline__ void force_candidate(unsigned j, unsigned mid, float bx, float by, float bz, bool fluid,
-                                                const PairParticle &pi, const float4 *__restrict__ pos,
-                                                const float4 *__restrict__ vel, const float4 *__restrict__ wall,
-                                                const float4 *__restrict__ mdbc, Accum &acc) {
-    const float4 pj4 = pos[j];
+// One candidate j of particle i's sum (b: i's offset from the centre of j's cell), at pj4
+// (its offset from its cell's centre and its cell, read by the caller).
+__device__ __forceinline__ void force_candidate_at(float4 pj4, unsigned j, unsigned mid, float bx, float by, float bz,
+                                                   bool fluid, const PairParticle &pi, const float4 *__restrict__ vel,
+                                                   const float4 *__restrict__ wall, const float4 *__restrict__ mdbc,
+                                                   Accum &acc) {
     const float3 r = v3(bx - pj4.x, by - pj4.y, bz - pj4.z);
     const float r2 = norm2(r);
     // i itself (r2 = 0) adds exact zeros (every term carries r or r2), so it is not tested for.
@@ -585,6 +587,164 @@ __device__ __forceinline__ void force_candidate(unsigned j, unsigned mid, float 
     }
 }
 
+// The same, j's position read here.
+__device__ __forceinline__ void force_candidate(unsigned j, unsigned mid, float bx, float by, float bz, bool fluid,
+                                                const PairParticle &pi, const float4 *__restrict__ pos,
+                                                const float4 *__restrict__ vel, const float4 *__restrict__ wall,
+                                                const float4 *__restrict__ mdbc, Accum &acc) {
+    force_candidate_at(pos[j], j, mid, bx, by, bz, fluid, pi, vel, wall, mdbc, acc);
+}
+
+// The force pass's result for particle i (fluid: its acceleration with the body force;
+// otherwise its density rate only) and the fluid's maxima for the stats.
+__device__ __forceinline__ void force_out(int i, bool fluid, const Accum &acc, float4 *__restrict__ force,
+                                          float4 *__restrict__ shift, float &acc_norm, float &visc_max) {
+    if (fluid) {
+        float3 a = acc.acc + v3(GX, GY, GZ);
+        force[i] = make_float4(a.x, a.y, a.z, acc.drho * INV_RHO0);
+        acc_norm = sqrtf(norm2(a));
+        visc_max = acc.visc_max;
+    } else {
+        force[i] = make_float4(0.0f, 0.0f, 0.0f, acc.drho * INV_RHO0);
+    }
+#if SHIFT
+    shift[i] = make_float4(acc.grad_c.x, acc.grad_c.y, acc.grad_c.z, acc.div_r);
+#endif
+}
+
+#if TRAVERSAL == 2
+// The pencil traversal (issue 16; after Algis et al., "Efficient GPU implementation of
+// particle interactions with cutoff radius and few particles per cell": X-pencil loads into
+// shared memory). A block whose particles all lie in one row of cells along RA (sorted by
+// cell, they are consecutive cells of it) takes each of its stencil's rows (25 in 3D, 5 in
+// 2D) as one segment, the cells from R before its first particle's cell to R after its last
+// one's, read into shared memory by the block tile by tile (PENCIL_TILE particles, one
+// coalesced load a thread) instead of by every lane from L1. Each lane walks its own cells
+// of the tile in the order of TRAVERSAL 1 (RowWalk, paused at the tile's end). A block
+// across rows reads the same walk's candidates from global memory (no tiles): one loop, one
+// pair arithmetic for every particle, so a particle's sum does not depend on the block it
+// falls in (a team of devices, whose blocks start elsewhere, reproduces one device).
+#define PENCIL_TILE 256
+
+// TRAVERSAL 1's walk of one row (row_particles), paused at `limit` and resumed.
+struct RowWalk {
+    unsigned k, kend, j, mid, e;
+    bool done;
+    __device__ __forceinline__ void start(const CellTable &t, unsigned k0, unsigned k1, bool fluid_only, bool on) {
+        k = k0, kend = k1, done = !on;
+        j = t.begin(k), mid = t.mid(k);
+        e = fluid_only ? mid : t.end(k);
+    }
+    template <typename Visit>
+    __device__ __forceinline__ void run(const CellTable &t, bool fluid_only, float b[3], unsigned limit,
+                                        Visit &&visit) {
+        const float step = RA == 0 ? CSX : RA == 1 ? CSY : CSZ;
+        while (!done) {
+            if (j >= e) {
+                if (k == kend) {
+                    done = true;
+                    break;
+                }
+                ++k;
+                b[RA] -= step;
+                if (fluid_only) j = t.begin(k);
+                mid = t.mid(k);
+                e = fluid_only ? mid : t.end(k);
+                continue;
+            }
+            if (j >= limit) break;
+            visit(j, mid, b);
+            ++j;
+        }
+    }
+};
+
+extern "C" __global__ void __launch_bounds__(256, FORCES_MIN_BLOCKS) forces_kernel(int first, int count, int wlo, int whi, const float4 *__restrict__ pos, const float4 *__restrict__ vel,
+                                         const Info *__restrict__ info,
+                                         const float4 *__restrict__ wall, const float4 *__restrict__ mdbc,
+                                         const unsigned *__restrict__ cell_start,
+                                         float4 *__restrict__ force, float4 *__restrict__ shift, unsigned *stats,
+                                         const unsigned char *__restrict__ fluid_counts) {
+    __shared__ float4 tile[PENCIL_TILE];
+    __shared__ int s_row[2], s_lo, s_hi;
+    const int t = blockIdx.x * blockDim.x + threadIdx.x;
+    const int i = first + t;
+    const bool active = t < count;
+    float acc_norm = 0.0f, visc_max = 0.0f;
+    float4 p4 = make_float4(0.0f, 0.0f, 0.0f, 0.0f), v4 = p4;
+    int4 ci = make_int4(0, 0, 0, 0);
+    bool fluid = false, sums = false;
+    if (active) {
+        p4 = pos[i], v4 = vel[i], ci = cell_coords(p4.w);
+        const unsigned kind = info_kind(info[i]);
+        fluid = kind == 0u;
+        sums = fluid || (!MDBC && kind == 1u);
+    }
+    PairParticle pi = {xyz(v4), RHO0 * (1.0f + v4.w), pressure_of(v4.w), MASS};
+    pi.inv_rho = 1.0f / pi.rho;
+    Accum acc = {v3(0.0f, 0.0f, 0.0f), 0.0f, 0.0f, v3(0.0f, 0.0f, 0.0f), 0.0f};
+#if TABLE_BINS == 1
+    const CellTable table = {cell_start, fluid_counts};
+#else
+    const CellTable table = cell_table(cell_start, wlo, whi);
+    (void)fluid_counts;
+#endif
+    const int n[3] = {NX, NY, NZ};
+    const bool per[3] = {PERX, PERY, PERZ};
+    const float cs[3] = {CSX, CSY, CSZ};
+    // The outer axes: O0 and O1 in 3D, O0 in 2D (z has one cell there), as stencil_rows.
+    const int ua = O0, wa = DIM == 3 ? O1 : O2, wr = DIM == 3 ? R : 0;
+    int c[3] = {ci.x, ci.y, ci.z};
+    const float p[3] = {p4.x, p4.y, p4.z};
+    // The block's row and lowest cell along RA from its first particle (the launch covers
+    // count: thread 0 is active; sorted by cell, it has the lowest), its highest from all.
+    if (threadIdx.x == 0) s_row[0] = c[ua], s_row[1] = c[wa], s_lo = c[RA], s_hi = c[RA];
+    __syncthreads();
+    if (active) atomicMax(&s_hi, c[RA]);
+    const bool tiled = __syncthreads_and(!active || (c[ua] == s_row[0] && c[wa] == s_row[1]));
+    // An idle lane of a tiled block takes the block's row, so that it passes the same
+    // barriers (its walk is empty).
+    if (!active) c[ua] = s_row[0], c[wa] = s_row[1], c[RA] = s_lo;
+    const int lo = max(-R, -c[RA]), hi = min(R, n[RA] - 1 - c[RA]);
+    const int x0 = max(s_lo - R, 0), x1 = min(s_hi + R, n[RA] - 1);
+    for (int du = -R; du <= R; ++du) {
+        int cu;
+        if (!neighbour_axis(c[ua], du, n[ua], per[ua], cu) || !in_window(ua, cu, wlo, whi)) continue;
+        for (int dw = -wr; dw <= wr; ++dw) {
+            int cw;
+            if (!neighbour_axis(c[wa], dw, n[wa], per[wa], cw) || !in_window(wa, cw, wlo, whi)) continue;
+            int cc[3];
+            cc[ua] = cu, cc[wa] = cw, cc[RA] = 0;
+            const unsigned kr = cell_linear(cc[0], cc[1], cc[2], wlo);
+            float b[3];
+            b[ua] = opaque(p[ua] - (float)du * cs[ua]);
+            b[wa] = opaque(p[wa] - (float)dw * cs[wa]);
+            b[RA] = p[RA] - (float)lo * cs[RA];
+            RowWalk w;
+            w.start(table, kr + (unsigned)(c[RA] + lo), kr + (unsigned)(c[RA] + hi), !fluid, sums && hi >= lo);
+            // The block's segment of this row (tiled), or one pass over global memory.
+            const unsigned seg0 = tiled ? table.begin(kr + (unsigned)x0) : 0u;
+            const unsigned seg1 = tiled ? table.end(kr + (unsigned)x1) : 1u;
+            for (unsigned base = seg0; base < seg1; base += PENCIL_TILE) {
+                const float4 *src = pos;
+                unsigned off = 0u, limit = 0xffffffffu;
+                if (tiled) {
+                    __syncthreads();  // the last tile's readers are done
+                    const unsigned at = base + threadIdx.x;
+                    if (at < seg1) tile[threadIdx.x] = pos[at];
+                    __syncthreads();
+                    src = tile, off = base, limit = min(base + PENCIL_TILE, seg1);
+                }
+                w.run(table, !fluid, b, limit, [&](unsigned j, unsigned mid, const float bb[3]) {
+                    force_candidate_at(src[j - off], j, mid, bb[0], bb[1], bb[2], fluid, pi, vel, wall, mdbc, acc);
+                });
+            }
+        }
+    }
+    if (active) force_out(i, fluid, acc, force, shift, acc_norm, visc_max);
+    block_max2(acc_norm, visc_max, stats, STAT_ACC, STAT_VISC);
+}
+#else
 // The particles first..first+count only (a part of the owned range: the edges or the
 // inner particles); neighbours are any held particle in the window [wlo, whi), whose
 // pressures come from their densities here (no pressure buffer to fill beforehand).
@@ -648,27 +808,18 @@ extern "C" __global__ void __launch_bounds__(256, FORCES_MIN_BLOCKS) forces_kern
             }
         }
 #endif
-        if (fluid) {
-            float3 a = acc.acc + v3(GX, GY, GZ);
-            force[i] = make_float4(a.x, a.y, a.z, acc.drho * INV_RHO0);
-            acc_norm = sqrtf(norm2(a));
-            visc_max = acc.visc_max;
-        } else {
-            force[i] = make_float4(0.0f, 0.0f, 0.0f, acc.drho * INV_RHO0);
-        }
-#if SHIFT
-        shift[i] = make_float4(acc.grad_c.x, acc.grad_c.y, acc.grad_c.z, acc.div_r);
-#endif
+        force_out(i, fluid, acc, force, shift, acc_norm, visc_max);
     }
     block_max2(acc_norm, visc_max, stats, STAT_ACC, STAT_VISC);
 }
+#endif
 
 // ---- ghost nodes (mDBC walls and open boundaries) ------------------------------------
 
 // The sums of a ghost node at offset og from the centre of cell c (any length: re-centred on
 // the cell that holds it, as rekey_kernel would) over the particles of the fluid bins of its
 // stencil within the support, in stencil then storage order (TRAVERSAL 0, the CPU's order) or
-// row by row (1); FLUID_ONLY skips the buffer particles of open boundaries (twin of
+// row by row (1 and 2); FLUID_ONLY skips the buffer particles of open boundaries (twin of
 // crates/surge-cpu/src/mdbc.rs, ghost_sums).
 // The cell `cg` that holds a ghost node at offset og from the centre of cell c, and its
 // offset `o` from that cell's centre (as rekey_kernel would place it; not clamped).
@@ -709,7 +860,7 @@ __device__ __forceinline__ void ghost_sums(float3 og, int4 c, int wlo, int whi, 
         }
     };
     const CellTable table = cell_table(cell_start, wlo, whi);
-#if TRAVERSAL == 1
+#if TRAVERSAL >= 1
     stencil_rows(cg, o, wlo, whi, [&](unsigned k, unsigned kend, float b[3]) {
         row_particles(table, k, kend, true, b, [&](unsigned j, unsigned, const float b[3]) { candidate(j, b); });
     });

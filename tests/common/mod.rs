@@ -33,15 +33,24 @@ pub fn repo_file(rel: &str) -> std::path::PathBuf {
 /// Load a shipped case with `--set`-style overrides.
 pub fn case(name: &str, overrides: &[&str]) -> Case {
     let path = configs_dir().join(name);
-    let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
-    Case::from_file(&path, &o).unwrap_or_else(|e| panic!("{e}"))
+    Case::from_file(&path, &with_traversal(overrides)).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The overrides, and `gpu.traversal=T` where `SURGE_TEST_TRAVERSAL=T` asks the GPU's tests
+/// for a neighbour traversal other than the case's (scripts/gpu_check.sh; no effect on the
+/// CPU).
+fn with_traversal(overrides: &[&str]) -> Vec<String> {
+    let mut o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+    if let Ok(t) = std::env::var("SURGE_TEST_TRAVERSAL") {
+        o.push(format!("gpu.traversal={t}"));
+    }
+    o
 }
 
 /// Load a case of the repository by its path from the root (e.g. `tests/cases/...`) with
 /// `--set`-style overrides.
 pub fn case_at(rel: &str, overrides: &[&str]) -> Case {
-    let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
-    Case::from_file(&repo_file(rel), &o).unwrap_or_else(|e| panic!("{e}"))
+    Case::from_file(&repo_file(rel), &with_traversal(overrides)).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// The backend the physics tests run on: the CPU, or GPU 0 with `SURGE_TEST_BACKEND=cuda`

@@ -131,6 +131,9 @@ pub enum Traversal {
     Cells,
     /// A row of the stencil's cells along the key's fastest axis as one range of particles.
     Ranges,
+    /// `ranges` with each block's rows read once into shared memory (X-pencils, after Algis
+    /// et al.); slower than `ranges` on an H100 (docs/PERFORMANCE.md).
+    Pencil,
 }
 
 impl Traversal {
@@ -141,7 +144,7 @@ impl Traversal {
         match self {
             Traversal::Auto if dim == 3 && !fast_axis_periodic => Traversal::Ranges,
             Traversal::Auto => Traversal::Cells,
-            Traversal::Ranges if fast_axis_periodic => Traversal::Cells,
+            Traversal::Ranges | Traversal::Pencil if fast_axis_periodic => Traversal::Cells,
             t => t,
         }
     }

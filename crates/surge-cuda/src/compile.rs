@@ -213,7 +213,8 @@ pub fn defines(case: &Case, grid: &Grid, ids: u64) -> BTreeMap<&'static str, Str
     }
     let traversal = match traversal(case, grid) {
         Traversal::Ranges => "1",
-        _ => "0",
+        Traversal::Pencil => "2",
+        Traversal::Cells | Traversal::Auto => "0",
     };
     d.insert("TRAVERSAL", traversal.into());
     for (k, v) in ["O0", "O1", "O2"].iter().zip(grid.order) {
@@ -233,10 +234,14 @@ pub fn traversal(case: &Case, grid: &Grid) -> Traversal {
 /// log of a run and `surge check` print it).
 pub fn traversal_note(case: &Case, grid: &Grid) -> String {
     let t = traversal(case, grid);
-    let name = if t == Traversal::Ranges { "ranges" } else { "cells" };
+    let name = match t {
+        Traversal::Ranges => "ranges",
+        Traversal::Pencil => "pencil",
+        Traversal::Cells | Traversal::Auto => "cells",
+    };
     match case.traversal {
         Traversal::Auto => format!("{name} (auto: ranges in 3D, cells in 2D)"),
-        asked if asked != t => format!("{name} (ranges need walls along the cell key's fastest axis)"),
+        asked if asked != t => format!("{name} (ranges and pencil need walls along the cell key's fastest axis)"),
         _ => name.to_string(),
     }
 }
