@@ -468,12 +468,14 @@ extern "C" __global__ void gather8_kernel(int n, const unsigned *perm, const uin
 //     (Traversal::resolve) keeps 0 where RA is periodic.
 //   2 pencil: the rows of 1 in the same order, each block's rows read once into shared
 //     memory (the pencil kernel below); the ghost-node passes walk as 1.
+//   3 cta: a block per cell of the whole support (R = 1), its rows staged in shared memory
+//     (the cta kernel below); the ghost-node passes walk as 1.
 #ifndef TRAVERSAL
 #define TRAVERSAL 0
 #endif
 #define RA (DIM == 3 ? O2 : O1)
 #if TRAVERSAL >= 1 && ((RA == 0 && PERX) || (RA == 1 && PERY) || (RA == 2 && PERZ))
-#error "TRAVERSAL 1 (ranges) or 2 (pencil) along a periodic axis: rows do not wrap"
+#error "TRAVERSAL 1 (ranges), 2 (pencil) or 3 (cta) along a periodic axis: rows do not wrap"
 #endif
 
 #if TRAVERSAL >= 1
@@ -612,7 +614,7 @@ __device__ __forceinline__ void force_out(int i, bool fluid, const Accum &acc, f
 #endif
 }
 
-#if TRAVERSAL == 2
+#if TRAVERSAL >= 2
 // The pencil traversal (issue 16; after Algis et al., "Efficient GPU implementation of
 // particle interactions with cutoff radius and few particles per cell": X-pencil loads into
 // shared memory). A block whose particles all lie in one row of cells along RA (sorted by
@@ -625,6 +627,7 @@ __device__ __forceinline__ void force_out(int i, bool fluid, const Accum &acc, f
 // pair arithmetic for every particle, so a particle's sum does not depend on the block it
 // falls in (a team of devices, whose blocks start elsewhere, reproduces one device).
 #define PENCIL_TILE 256
+#define CTA_THREADS 64
 
 // TRAVERSAL 1's walk of one row (row_particles), paused at `limit` and resumed.
 struct RowWalk {
@@ -659,6 +662,108 @@ struct RowWalk {
     }
 };
 
+#endif
+
+#if TRAVERSAL == 3
+// The CTA traversal (issue 16; after Huang et al., "A general novel parallel framework for
+// SPH-centric algorithms": a CTA per cell, its neighbour cells staged in shared memory).
+// Cells of the whole support (compile.rs: reach 1, 27 cells, 9 rows of 3), about 64
+// particles each at h = 2 dp. A block of CTA_THREADS threads takes the cells whose first
+// particle lies in its window of CTA_THREADS particles of first..first+count, one after
+// the other, each in chunks of CTA_THREADS particles, a thread a particle. For each of the
+// cell's stencil rows the block reads the row's particles into shared memory tile by tile,
+// and every lane walks the whole row in storage order (RowWalk), the same candidates in
+// step: loads broadcast from shared memory, one trip count for the warp. The rows go as
+// TRAVERSAL 1's, so a particle's sum is the one ranges would give with these cells, and
+// does not depend on the block (teams bitwise one device).
+extern "C" __global__ void __launch_bounds__(CTA_THREADS) forces_kernel(int first, int count, int wlo, int whi, const float4 *__restrict__ pos, const float4 *__restrict__ vel,
+                                         const Info *__restrict__ info,
+                                         const float4 *__restrict__ wall, const float4 *__restrict__ mdbc,
+                                         const unsigned *__restrict__ cell_start,
+                                         float4 *__restrict__ force, float4 *__restrict__ shift, unsigned *stats,
+                                         const unsigned char *__restrict__ fluid_counts) {
+    __shared__ float4 tile[CTA_THREADS];
+#if TABLE_BINS == 1
+    const CellTable table = {cell_start, fluid_counts};
+#else
+    const CellTable table = cell_table(cell_start, wlo, whi);
+    (void)fluid_counts;
+#endif
+    const int n[3] = {NX, NY, NZ};
+    const bool per[3] = {PERX, PERY, PERZ};
+    const float cs[3] = {CSX, CSY, CSZ};
+    const int ua = O0, wa = DIM == 3 ? O1 : O2, wr = DIM == 3 ? R : 0;
+    const unsigned lo_i = (unsigned)first, hi_i = (unsigned)(first + count);
+    const unsigned w0 = lo_i + blockIdx.x * CTA_THREADS, w1 = min(w0 + CTA_THREADS, hi_i);
+    float acc_norm = 0.0f, visc_max = 0.0f;
+    // Block-uniform: every lane reads the same cell bounds.
+    for (unsigned at = w0; at < w1;) {
+        const int4 ck = cell_coords(pos[at].w);
+        const unsigned k = cell_linear(ck.x, ck.y, ck.z, wlo);
+        const unsigned cb = max(table.begin(k), lo_i), ce = min(table.end(k), hi_i);
+        if (cb < at) {  // the cell began in an earlier window: that block's
+            at = ce;
+            continue;
+        }
+        const int c[3] = {ck.x, ck.y, ck.z};
+        const int lo = max(-R, -c[RA]), hi = min(R, n[RA] - 1 - c[RA]);
+        for (unsigned c0 = cb; c0 < ce; c0 += CTA_THREADS) {
+            const unsigned i = c0 + threadIdx.x;
+            const bool active = i < ce;
+            float4 p4 = make_float4(0.0f, 0.0f, 0.0f, 0.0f), v4 = p4;
+            bool fluid = false, sums = false;
+            if (active) {
+                p4 = pos[i], v4 = vel[i];
+                const unsigned kind = info_kind(info[i]);
+                fluid = kind == 0u;
+                sums = fluid || (!MDBC && kind == 1u);
+            }
+            PairParticle pi = {xyz(v4), RHO0 * (1.0f + v4.w), pressure_of(v4.w), MASS};
+            pi.inv_rho = 1.0f / pi.rho;
+            Accum acc = {v3(0.0f, 0.0f, 0.0f), 0.0f, 0.0f, v3(0.0f, 0.0f, 0.0f), 0.0f};
+            const float p[3] = {p4.x, p4.y, p4.z};
+            for (int du = -R; du <= R; ++du) {
+                int cu;
+                if (!neighbour_axis(c[ua], du, n[ua], per[ua], cu) || !in_window(ua, cu, wlo, whi)) continue;
+                for (int dw = -wr; dw <= wr; ++dw) {
+                    int cw;
+                    if (!neighbour_axis(c[wa], dw, n[wa], per[wa], cw) || !in_window(wa, cw, wlo, whi)) continue;
+                    int cc[3];
+                    cc[ua] = cu, cc[wa] = cw, cc[RA] = 0;
+                    const unsigned kr = cell_linear(cc[0], cc[1], cc[2], wlo);
+                    float b[3];
+                    b[ua] = opaque(p[ua] - (float)du * cs[ua]);
+                    b[wa] = opaque(p[wa] - (float)dw * cs[wa]);
+                    b[RA] = p[RA] - (float)lo * cs[RA];
+                    const unsigned k0 = kr + (unsigned)(c[RA] + lo), k1 = kr + (unsigned)(c[RA] + hi);
+                    RowWalk w;
+                    w.start(table, k0, k1, !fluid, sums && hi >= lo);
+                    const unsigned seg0 = table.begin(k0), seg1 = table.end(k1);
+                    for (unsigned base = seg0; base < seg1; base += CTA_THREADS) {
+                        __syncthreads();  // the last tile's readers are done
+                        if (base + threadIdx.x < seg1) tile[threadIdx.x] = pos[base + threadIdx.x];
+                        __syncthreads();
+                        w.run(table, !fluid, b, min(base + CTA_THREADS, seg1),
+                              [&](unsigned j, unsigned mid, const float bb[3]) {
+                                  force_candidate_at(tile[j - base], j, mid, bb[0], bb[1], bb[2], fluid, pi, vel, wall,
+                                                     mdbc, acc);
+                              });
+                    }
+                }
+            }
+            if (active) {
+                float an = 0.0f, vm = 0.0f;
+                force_out((int)i, fluid, acc, force, shift, an, vm);
+                acc_norm = fmaxf(acc_norm, an), visc_max = fmaxf(visc_max, vm);
+            }
+        }
+        at = ce;
+    }
+    block_max2(acc_norm, visc_max, stats, STAT_ACC, STAT_VISC);
+}
+#endif
+
+#if TRAVERSAL == 2
 extern "C" __global__ void __launch_bounds__(256, FORCES_MIN_BLOCKS) forces_kernel(int first, int count, int wlo, int whi, const float4 *__restrict__ pos, const float4 *__restrict__ vel,
                                          const Info *__restrict__ info,
                                          const float4 *__restrict__ wall, const float4 *__restrict__ mdbc,
@@ -744,7 +849,7 @@ extern "C" __global__ void __launch_bounds__(256, FORCES_MIN_BLOCKS) forces_kern
     if (active) force_out(i, fluid, acc, force, shift, acc_norm, visc_max);
     block_max2(acc_norm, visc_max, stats, STAT_ACC, STAT_VISC);
 }
-#else
+#elif TRAVERSAL != 3
 // The particles first..first+count only (a part of the owned range: the edges or the
 // inner particles); neighbours are any held particle in the window [wlo, whi), whose
 // pressures come from their densities here (no pressure buffer to fill beforehand).
@@ -819,7 +924,7 @@ extern "C" __global__ void __launch_bounds__(256, FORCES_MIN_BLOCKS) forces_kern
 // The sums of a ghost node at offset og from the centre of cell c (any length: re-centred on
 // the cell that holds it, as rekey_kernel would) over the particles of the fluid bins of its
 // stencil within the support, in stencil then storage order (TRAVERSAL 0, the CPU's order) or
-// row by row (1 and 2); FLUID_ONLY skips the buffer particles of open boundaries (twin of
+// row by row (1, 2 and 3); FLUID_ONLY skips the buffer particles of open boundaries (twin of
 // crates/surge-cpu/src/mdbc.rs, ghost_sums).
 // The cell `cg` that holds a ghost node at offset og from the centre of cell c, and its
 // offset `o` from that cell's centre (as rekey_kernel would place it; not clamped).

@@ -34,7 +34,7 @@ fn cuda_matches_cpu_on_every_config() {
     // SPHERIC Test 2 with the mDBC slip no shipped config takes (the wall's velocity).
     let mut runs: Vec<(String, Vec<String>)> = names
         .iter()
-        .flat_map(|n| ["cells", "ranges", "pencil"].map(|t| (n.clone(), vec![format!("gpu.traversal={t}")])))
+        .flat_map(|n| ["cells", "ranges", "pencil", "cta"].map(|t| (n.clone(), vec![format!("gpu.traversal={t}")])))
         .collect();
     if names.iter().any(|n| n == "spheric_test2.toml") {
         runs.push(("spheric_test2.toml".into(), vec![r#"physics.boundary={kind="mdbc",slip="wall"}"#.into()]));

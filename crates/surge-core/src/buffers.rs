@@ -396,8 +396,14 @@ impl ParticleState {
     /// Re-key every particle from the grid it was stored on to `to` through its absolute
     /// position (float64), wrapping periodic axes: what a backend with another cell size
     /// does on import. Does nothing when the grids are the same (or the state does not say
-    /// its grid), so that a restart on the same grid stays bitwise. Fails with the lowest id
-    /// of a particle outside `to`'s domain.
+    /// its grid), so that a restart on the same grid stays bitwise. A particle beyond the
+    /// last cell of `to` along an axis without periodicity (the cells of another size reach
+    /// past the domain by another margin: a particle that left the domain within the step
+    /// the state was taken at lies there) is kept at its exact position in the nearest cell,
+    /// its offset past the cell's half, so that the backend's first re-key finds it outside
+    /// the domain, as one that left in a step (removed or stopping the run, by
+    /// `[domain] on_exit`). Fails with the lowest id of a particle whose position is not
+    /// finite.
     pub fn relocate(&mut self, to: &Grid) -> Result<(), String> {
         let from = match self.grid.take() {
             Some(g) if g != *to => g,
@@ -409,11 +415,12 @@ impl ParticleState {
         let a = &mut self.arrays;
         let mut outside: Option<u32> = None;
         for i in 0..a.len() {
-            let (c, off) = to.locate(from.absolute(a.cell[i], a.pos[i]));
+            let x = from.absolute(a.cell[i], a.pos[i]);
+            let (c, off) = to.locate(x);
             let c4 = [c[0], c[1], c[2], 0];
             let o4 = [off[0], off[1], off[2], a.pos[i][3]];
-            match to.rekey(c4, o4) {
-                Some((c, o)) => (a.cell[i], a.pos[i]) = (c, o),
+            match to.rekey(c4, o4).or_else(|| to.locate_clamped(x)) {
+                Some((c, o)) => (a.cell[i], a.pos[i]) = (c, [o[0], o[1], o[2], a.pos[i][3]]),
                 None => {
                     let id = a.info[i][0];
                     outside = Some(outside.map_or(id, |o| o.min(id)));
@@ -421,7 +428,7 @@ impl ParticleState {
             }
         }
         if let Some(id) = outside {
-            return Err(format!("particle {id} lies outside the domain of the grid it is moved to"));
+            return Err(format!("particle {id} has a position that is not finite"));
         }
         self.grid = Some(to.clone());
         Ok(())
@@ -619,11 +626,23 @@ mod tests {
         let mut same = moved.clone();
         same.relocate(&grid).unwrap();
         assert_eq!(same.bytes(BufferId::Pos), moved.bytes(BufferId::Pos));
-        // Outside a grid that is not periodic there: named by id.
+        // Beyond a grid that is not periodic there: kept at its position in the nearest cell
+        // (its offset past the cell's half), for the first re-key to find outside.
         let small = crate::grid::Grid { n: [1, 2, 1], periodic: [false; 3], window: (0, 1), ..grid.clone() };
         // (Id 1, stored at index 1, is at x = 1.5.)
-        let e = moved.clone().relocate(&small).unwrap_err();
-        assert!(e.contains("particle 1 lies outside"), "{e}");
+        let x1 = grid.absolute(moved.arrays().cell[1], moved.arrays().pos[1]);
+        let mut kept = moved.clone();
+        kept.relocate(&small).unwrap();
+        kept.validate(&small).unwrap();
+        let y1 = small.absolute(kept.arrays().cell[1], kept.arrays().pos[1]);
+        assert!((0..2).all(|a| (x1[a] - y1[a]).abs() < 1e-7), "{x1:?} -> {y1:?}");
+        assert_eq!(kept.arrays().cell[1][0], 0);
+        assert!(small.rekey(kept.arrays().cell[1], kept.arrays().pos[1]).is_none(), "outside at the first re-key");
+        // A position that is not finite: named by id.
+        let mut bad = moved.clone();
+        bad.arrays_mut().pos[1][0] = f32::NAN;
+        let e = bad.relocate(&small).unwrap_err();
+        assert!(e.contains("particle 1 has a position that is not finite"), "{e}");
 
         let mut joined = s.clone();
         joined.append(s.clone()).unwrap();

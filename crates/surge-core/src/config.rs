@@ -134,6 +134,9 @@ pub enum Traversal {
     /// `ranges` with each block's rows read once into shared memory (X-pencils, after Algis
     /// et al.); slower than `ranges` on an H100 (docs/PERFORMANCE.md).
     Pencil,
+    /// A block per cell of the whole support (27 cells), its neighbour rows staged in shared
+    /// memory (after Huang et al.'s CTA per cell); slower than `ranges` on an H100.
+    Cta,
 }
 
 impl Traversal {
@@ -144,7 +147,7 @@ impl Traversal {
         match self {
             Traversal::Auto if dim == 3 && !fast_axis_periodic => Traversal::Ranges,
             Traversal::Auto => Traversal::Cells,
-            Traversal::Ranges | Traversal::Pencil if fast_axis_periodic => Traversal::Cells,
+            Traversal::Ranges | Traversal::Pencil | Traversal::Cta if fast_axis_periodic => Traversal::Cells,
             t => t,
         }
     }

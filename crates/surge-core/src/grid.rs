@@ -201,6 +201,30 @@ impl Grid {
         (c, off)
     }
 
+    /// The cell of an absolute position clamped into the grid along the axes that are not
+    /// periodic (wrapped along the others), and the offset from that cell's centre, past
+    /// the cell's half where the position lies beyond the grid; `None` for a position that
+    /// is not finite.
+    pub fn locate_clamped(&self, x: [f64; 3]) -> Option<([i32; 4], [f32; 4])> {
+        let mut c = [0i32; 4];
+        let mut off = [0f32; 4];
+        for a in 0..self.dim {
+            if !x[a].is_finite() {
+                return None;
+            }
+            let k = ((x[a] - self.origin[a]) / self.cell[a]).floor();
+            let n = self.n[a] as f64;
+            let k = if self.periodic[a] { k.rem_euclid(n) } else { k.clamp(0.0, n - 1.0) };
+            let centre = self.origin[a] + (k + 0.5) * self.cell[a];
+            // On a periodic axis the position wraps into the cell's own period.
+            let d = x[a] - centre;
+            let d = if self.periodic[a] { d - (d / (n * self.cell[a])).round() * n * self.cell[a] } else { d };
+            c[a] = k as i32;
+            off[a] = d as f32;
+        }
+        Some((c, off))
+    }
+
     /// The cell layer along the split axis of a coordinate along it, clamped into the grid:
     /// the layer [`Grid::locate`] gives a position there (a function of that coordinate
     /// alone, growing with it), which the slices of a decomposition are cut by.

@@ -48,8 +48,12 @@ pub const CUDA_SKIN_FRACTION_MDBC: f64 = 0.04;
 pub const STENCIL_REACH: i32 = 2;
 
 /// [`STENCIL_REACH`], or `SURGE_CUDA_REACH` (2 or 3: cells a third of the support) for
-/// tuning.
-pub fn stencil_reach() -> i32 {
+/// tuning; 1 (cells of the whole support) for the `cta` traversal, whose blocks take a cell
+/// each.
+pub fn stencil_reach(case: &Case) -> i32 {
+    if case.traversal == surge_core::config::Traversal::Cta {
+        return 1;
+    }
     std::env::var("SURGE_CUDA_REACH")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -73,6 +77,9 @@ pub(crate) fn skin_fraction(case: &Case) -> f64 {
 pub const HOST_CHUNK: usize = 1 << 20;
 /// Threads per block of the particle kernels.
 const BLOCK: u32 = 256;
+/// Threads per block of the force kernel with the `cta` traversal (CTA_THREADS in
+/// kernels/step.cu): about a cell of the whole support's particles at h = 2 dp.
+const CTA_BLOCK: u32 = 64;
 /// Elements per block of the scan kernels (SCAN_BLOCK in step.cu).
 const SCAN_BLOCK: usize = 1024;
 /// Threads per block of the scan kernels, four elements each (SCAN_THREADS in step.cu).
@@ -189,6 +196,8 @@ struct Kernels {
     gather8: CudaFunction,
     gather4: CudaFunction,
     forces: CudaFunction,
+    /// Threads per block of `forces` (the `cta` traversal's blocks are smaller).
+    forces_block: u32,
     /// mDBC cases only (compiled only for them).
     mdbc: Option<CudaFunction>,
     mdbc_list: Option<CudaFunction>,
@@ -772,7 +781,7 @@ impl CudaBackend {
         let gpus = crate::probe::gpus()?;
         let gpu = gpus.get(ordinal).ok_or_else(|| format!("there is no GPU {ordinal}: {} visible", gpus.len()))?;
         crate::probe::nvrtc_version()?;
-        let whole = Grid::with_skin(case, case.split_axis(), skin_fraction(case), stencil_reach())?;
+        let whole = Grid::with_skin(case, case.split_axis(), skin_fraction(case), stencil_reach(case))?;
         let cap = cap.max(n).max(1);
         // A device alone takes the whole grid; one of a team (`team`: the team's map and its
         // number in it) its window from the start, so its cell table is never the whole
@@ -849,6 +858,10 @@ impl CudaBackend {
             gather8: f("gather8_kernel")?,
             gather4: f("gather4_kernel")?,
             forces: f("forces_kernel")?,
+            forces_block: match crate::compile::traversal(case, &whole) {
+                surge_core::config::Traversal::Cta => CTA_BLOCK,
+                _ => BLOCK,
+            },
             mdbc: if case.boundary.is_mdbc() { Some(f("mdbc_kernel")?) } else { None },
             mdbc_list: if case.boundary.is_mdbc() { Some(f("mdbc_list_kernel")?) } else { None },
             mdbc_ghost_key: if case.boundary.is_mdbc() { Some(f("mdbc_ghost_key_kernel")?) } else { None },
@@ -1754,7 +1767,13 @@ impl CudaBackend {
         // SAFETY: argument types match forces_kernel; first + count <= n; optional buffers
         // are read only when their option is compiled in; `fluid` lies in `cell_start`'s
         // allocation (table_words) with one bin a cell, the only layout that reads it.
-        unsafe { b.launch(cfg(range.len())) }.map_err(|e| fail("forces_kernel", e))?;
+        let block = k.forces_block;
+        let config = LaunchConfig {
+            grid_dim: ((range.len() as u32).div_ceil(block), 1, 1),
+            block_dim: (block, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        unsafe { b.launch(config) }.map_err(|e| fail("forces_kernel", e))?;
         Ok(())
     }
 

@@ -214,6 +214,7 @@ pub fn defines(case: &Case, grid: &Grid, ids: u64) -> BTreeMap<&'static str, Str
     let traversal = match traversal(case, grid) {
         Traversal::Ranges => "1",
         Traversal::Pencil => "2",
+        Traversal::Cta => "3",
         Traversal::Cells | Traversal::Auto => "0",
     };
     d.insert("TRAVERSAL", traversal.into());
@@ -237,11 +238,12 @@ pub fn traversal_note(case: &Case, grid: &Grid) -> String {
     let name = match t {
         Traversal::Ranges => "ranges",
         Traversal::Pencil => "pencil",
+        Traversal::Cta => "cta",
         Traversal::Cells | Traversal::Auto => "cells",
     };
     match case.traversal {
         Traversal::Auto => format!("{name} (auto: ranges in 3D, cells in 2D)"),
-        asked if asked != t => format!("{name} (ranges and pencil need walls along the cell key's fastest axis)"),
+        asked if asked != t => format!("{name} (ranges, pencil and cta need walls along the cell key's fastest axis)"),
         _ => name.to_string(),
     }
 }

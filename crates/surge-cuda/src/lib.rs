@@ -19,8 +19,14 @@ pub use backend::{
 pub use peer::peer_access;
 pub use probe::{driver_present, gpus, nvrtc_present, nvrtc_version, GpuInfo};
 
-/// The whole grid the CUDA backend keys a case on (half-support cells, reach 2): what the
-/// runtime cuts into slices before the devices load their particles.
+/// The whole grid the CUDA backend keys a case on (half-support cells, reach 2; cells of the
+/// whole support with the `cta` traversal): what the runtime cuts into slices before the
+/// devices load their particles.
 pub fn grid_for(case: &surge_core::Case) -> Result<surge_core::grid::Grid, String> {
-    surge_core::grid::Grid::with_skin(case, case.split_axis(), backend::skin_fraction(case), backend::stencil_reach())
+    surge_core::grid::Grid::with_skin(
+        case,
+        case.split_axis(),
+        backend::skin_fraction(case),
+        backend::stencil_reach(case),
+    )
 }

@@ -114,6 +114,7 @@ fn every_kernel_specialisation_compiles() {
                     ("\"wall\"", "ranges", false),
                     ("\"wall\"", "cells", true),
                     ("true", "pencil", false),
+                    ("true", "cta", false),
                 ] {
                     let mut o: Vec<String> = [
                         format!("physics.kernel=\"{kernel}\""),
@@ -141,7 +142,9 @@ fn every_kernel_specialisation_compiles() {
     // The cell table of one bin a cell (grids past 2^31 cells; forced here).
     std::env::set_var("SURGE_CUDA_TABLE_BINS", "1");
     for base in [BASE_2D, BASE_3D] {
-        for (boundary, traversal) in [("dbc", "cells"), ("dbc", "ranges"), ("mdbc", "ranges"), ("dbc", "pencil")] {
+        for (boundary, traversal) in
+            [("dbc", "cells"), ("dbc", "ranges"), ("mdbc", "ranges"), ("dbc", "pencil"), ("dbc", "cta")]
+        {
             let o: Vec<String> =
                 [format!("physics.boundary={{kind=\"{boundary}\"}}"), format!("gpu.traversal=\"{traversal}\"")].into();
             let case = Case::from_str(base, &o).unwrap_or_else(|e| panic!("{e}"));
@@ -175,5 +178,5 @@ fn every_kernel_specialisation_compiles() {
     }
     let _ = std::fs::remove_dir_all(&cache);
     println!("{count} specialisations compiled in {:.1} s", t0.elapsed().as_secs_f64());
-    assert_eq!(count, 192 + 72 + 8 + 4);
+    assert_eq!(count, 192 + 80 + 10 + 4);
 }
