@@ -252,6 +252,38 @@ fn a_state_keyed_on_another_grid_is_relocated() {
     b.advance_to(0.04).unwrap();
 }
 
+/// A particle past the last cell of the importing backend's grid (one that left the domain
+/// in the step the state was taken at, on a grid whose cells reach farther) is kept at its
+/// position for the first re-key, which removes it; the run goes on.
+#[test]
+fn a_particle_past_the_new_grid_is_removed_at_the_first_re_key() {
+    let case = dam(&[]);
+    let mut a = cpu(&case, 2);
+    a.advance_to(0.03).unwrap();
+    let mut p = ParticleState::default();
+    a.export_particles(&mut p).unwrap();
+    let mine = Grid::new(&case, case.split_axis()).unwrap();
+    let top = |g: &Grid| g.origin[1] + g.n[1] as f64 * g.cell[1];
+    // A grid of other cells whose last row reaches above this backend's.
+    let other = (1..60)
+        .map(|k| Grid::with_skin(&case, case.split_axis(), 0.005 * k as f64, 1).unwrap())
+        .find(|g| top(g) > top(&mine) + 1e-3)
+        .expect("a grid reaching higher");
+    let y = 0.5 * (top(&mine) + top(&other));
+    let i = (0..p.len()).find(|&i| p.arrays().info[i][1] == 0).expect("a fluid particle");
+    let id = p.arrays().info[i][0];
+    let x = mine.absolute(p.arrays().cell[i], p.arrays().pos[i]);
+    let (c, o) = mine.locate_clamped([x[0], y, 0.0]).unwrap();
+    p.arrays_mut().cell[i] = c;
+    p.arrays_mut().pos[i] = [o[0], o[1], o[2], p.arrays().pos[i][3]];
+    p.relocate(&other).unwrap();
+    let mut b = cpu(&case, 1);
+    b.restore(a.step_state(), p).unwrap();
+    b.advance_to(0.04).unwrap();
+    assert_eq!(b.removed(), 1, "the particle past the grid left at the first re-key");
+    assert!(!b.snapshot().unwrap().id.contains(&id), "particle {id} removed");
+}
+
 #[test]
 fn library_run_restarted_from_its_checkpoint_is_bitwise() {
     let tmp = TempDir::new("restart-library");
