@@ -23,10 +23,5 @@ pub use probe::{driver_present, gpus, nvrtc_present, nvrtc_version, GpuInfo};
 /// whole support with the `cta` traversal): what the runtime cuts into slices before the
 /// devices load their particles.
 pub fn grid_for(case: &surge_core::Case) -> Result<surge_core::grid::Grid, String> {
-    surge_core::grid::Grid::with_skin(
-        case,
-        case.split_axis(),
-        backend::skin_fraction(case),
-        backend::stencil_reach(case),
-    )
+    backend::cuda_grid(case)
 }
