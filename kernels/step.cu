@@ -662,6 +662,29 @@ struct RowWalk {
     }
 };
 
+// Particle i's part of the force pass (an idle lane, !active, gets zeros and sums nothing):
+// its position offset, its pair values, its kind and whether it sums (as in the kernel of
+// TRAVERSAL 0 and 1).
+struct ForceI {
+    float4 p4;
+    PairParticle pi;
+    bool fluid, sums;
+};
+__device__ __forceinline__ ForceI force_i(unsigned i, bool active, const float4 *__restrict__ pos,
+                                          const float4 *__restrict__ vel, const Info *__restrict__ info) {
+    float4 p4 = make_float4(0.0f, 0.0f, 0.0f, 0.0f), v4 = p4;
+    bool fluid = false, sums = false;
+    if (active) {
+        p4 = pos[i], v4 = vel[i];
+        const unsigned kind = info_kind(info[i]);
+        fluid = kind == 0u;
+        sums = fluid || (!MDBC && kind == 1u);
+    }
+    PairParticle pi = {xyz(v4), RHO0 * (1.0f + v4.w), pressure_of(v4.w), MASS};
+    pi.inv_rho = 1.0f / pi.rho;
+    return {p4, pi, fluid, sums};
+}
+
 #endif
 
 #if TRAVERSAL == 3
@@ -689,10 +712,6 @@ extern "C" __global__ void __launch_bounds__(CTA_THREADS) forces_kernel(int firs
     const CellTable table = cell_table(cell_start, wlo, whi);
     (void)fluid_counts;
 #endif
-    const int n[3] = {NX, NY, NZ};
-    const bool per[3] = {PERX, PERY, PERZ};
-    const float cs[3] = {CSX, CSY, CSZ};
-    const int ua = O0, wa = DIM == 3 ? O1 : O2, wr = DIM == 3 ? R : 0;
     const unsigned lo_i = (unsigned)first, hi_i = (unsigned)(first + count);
     const unsigned w0 = lo_i + blockIdx.x * CTA_THREADS, w1 = min(w0 + CTA_THREADS, hi_i);
     float acc_norm = 0.0f, visc_max = 0.0f;
@@ -706,54 +725,32 @@ extern "C" __global__ void __launch_bounds__(CTA_THREADS) forces_kernel(int firs
             continue;
         }
         const int c[3] = {ck.x, ck.y, ck.z};
-        const int lo = max(-R, -c[RA]), hi = min(R, n[RA] - 1 - c[RA]);
         for (unsigned c0 = cb; c0 < ce; c0 += CTA_THREADS) {
             const unsigned i = c0 + threadIdx.x;
             const bool active = i < ce;
-            float4 p4 = make_float4(0.0f, 0.0f, 0.0f, 0.0f), v4 = p4;
-            bool fluid = false, sums = false;
-            if (active) {
-                p4 = pos[i], v4 = vel[i];
-                const unsigned kind = info_kind(info[i]);
-                fluid = kind == 0u;
-                sums = fluid || (!MDBC && kind == 1u);
-            }
-            PairParticle pi = {xyz(v4), RHO0 * (1.0f + v4.w), pressure_of(v4.w), MASS};
-            pi.inv_rho = 1.0f / pi.rho;
+            const ForceI f = force_i(i, active, pos, vel, info);
             Accum acc = {v3(0.0f, 0.0f, 0.0f), 0.0f, 0.0f, v3(0.0f, 0.0f, 0.0f), 0.0f};
-            const float p[3] = {p4.x, p4.y, p4.z};
-            for (int du = -R; du <= R; ++du) {
-                int cu;
-                if (!neighbour_axis(c[ua], du, n[ua], per[ua], cu) || !in_window(ua, cu, wlo, whi)) continue;
-                for (int dw = -wr; dw <= wr; ++dw) {
-                    int cw;
-                    if (!neighbour_axis(c[wa], dw, n[wa], per[wa], cw) || !in_window(wa, cw, wlo, whi)) continue;
-                    int cc[3];
-                    cc[ua] = cu, cc[wa] = cw, cc[RA] = 0;
-                    const unsigned kr = cell_linear(cc[0], cc[1], cc[2], wlo);
-                    float b[3];
-                    b[ua] = opaque(p[ua] - (float)du * cs[ua]);
-                    b[wa] = opaque(p[wa] - (float)dw * cs[wa]);
-                    b[RA] = p[RA] - (float)lo * cs[RA];
-                    const unsigned k0 = kr + (unsigned)(c[RA] + lo), k1 = kr + (unsigned)(c[RA] + hi);
-                    RowWalk w;
-                    w.start(table, k0, k1, !fluid, sums && hi >= lo);
-                    const unsigned seg0 = table.begin(k0), seg1 = table.end(k1);
-                    for (unsigned base = seg0; base < seg1; base += CTA_THREADS) {
-                        __syncthreads();  // the last tile's readers are done
-                        if (base + threadIdx.x < seg1) tile[threadIdx.x] = pos[base + threadIdx.x];
-                        __syncthreads();
-                        w.run(table, !fluid, b, min(base + CTA_THREADS, seg1),
-                              [&](unsigned j, unsigned mid, const float bb[3]) {
-                                  force_candidate_at(tile[j - base], j, mid, bb[0], bb[1], bb[2], fluid, pi, vel, wall,
-                                                     mdbc, acc);
-                              });
-                    }
+            const float p[3] = {f.p4.x, f.p4.y, f.p4.z};
+            // The lanes share the cell, so its rows (stencil_rows' conditions are the
+            // block's) and the barriers in them.
+            stencil_rows(c, p, wlo, whi, [&](unsigned k0, unsigned k1, float b[3]) {
+                RowWalk w;
+                w.start(table, k0, k1, !f.fluid, f.sums);
+                const unsigned seg0 = table.begin(k0), seg1 = table.end(k1);
+                for (unsigned base = seg0; base < seg1; base += CTA_THREADS) {
+                    __syncthreads();  // the last tile's readers are done
+                    if (base + threadIdx.x < seg1) tile[threadIdx.x] = pos[base + threadIdx.x];
+                    __syncthreads();
+                    w.run(table, !f.fluid, b, min(base + CTA_THREADS, seg1),
+                          [&](unsigned j, unsigned mid, const float bb[3]) {
+                              force_candidate_at(tile[j - base], j, mid, bb[0], bb[1], bb[2], f.fluid, f.pi, vel,
+                                                 wall, mdbc, acc);
+                          });
                 }
-            }
+            });
             if (active) {
                 float an = 0.0f, vm = 0.0f;
-                force_out((int)i, fluid, acc, force, shift, an, vm);
+                force_out((int)i, f.fluid, acc, force, shift, an, vm);
                 acc_norm = fmaxf(acc_norm, an), visc_max = fmaxf(visc_max, vm);
             }
         }
@@ -776,17 +773,7 @@ extern "C" __global__ void __launch_bounds__(256, FORCES_MIN_BLOCKS) forces_kern
     const int i = first + t;
     const bool active = t < count;
     float acc_norm = 0.0f, visc_max = 0.0f;
-    float4 p4 = make_float4(0.0f, 0.0f, 0.0f, 0.0f), v4 = p4;
-    int4 ci = make_int4(0, 0, 0, 0);
-    bool fluid = false, sums = false;
-    if (active) {
-        p4 = pos[i], v4 = vel[i], ci = cell_coords(p4.w);
-        const unsigned kind = info_kind(info[i]);
-        fluid = kind == 0u;
-        sums = fluid || (!MDBC && kind == 1u);
-    }
-    PairParticle pi = {xyz(v4), RHO0 * (1.0f + v4.w), pressure_of(v4.w), MASS};
-    pi.inv_rho = 1.0f / pi.rho;
+    const ForceI f = force_i((unsigned)i, active, pos, vel, info);
     Accum acc = {v3(0.0f, 0.0f, 0.0f), 0.0f, 0.0f, v3(0.0f, 0.0f, 0.0f), 0.0f};
 #if TABLE_BINS == 1
     const CellTable table = {cell_start, fluid_counts};
@@ -795,12 +782,11 @@ extern "C" __global__ void __launch_bounds__(256, FORCES_MIN_BLOCKS) forces_kern
     (void)fluid_counts;
 #endif
     const int n[3] = {NX, NY, NZ};
-    const bool per[3] = {PERX, PERY, PERZ};
-    const float cs[3] = {CSX, CSY, CSZ};
     // The outer axes: O0 and O1 in 3D, O0 in 2D (z has one cell there), as stencil_rows.
-    const int ua = O0, wa = DIM == 3 ? O1 : O2, wr = DIM == 3 ? R : 0;
+    const int ua = O0, wa = DIM == 3 ? O1 : O2;
+    const int4 ci = cell_coords(f.p4.w);
     int c[3] = {ci.x, ci.y, ci.z};
-    const float p[3] = {p4.x, p4.y, p4.z};
+    const float p[3] = {f.p4.x, f.p4.y, f.p4.z};
     // The block's row and lowest cell along RA from its first particle (the launch covers
     // count: thread 0 is active; sorted by cell, it has the lowest), its highest from all.
     if (threadIdx.x == 0) s_row[0] = c[ua], s_row[1] = c[wa], s_lo = c[RA], s_hi = c[RA];
@@ -810,43 +796,33 @@ extern "C" __global__ void __launch_bounds__(256, FORCES_MIN_BLOCKS) forces_kern
     // An idle lane of a tiled block takes the block's row, so that it passes the same
     // barriers (its walk is empty).
     if (!active) c[ua] = s_row[0], c[wa] = s_row[1], c[RA] = s_lo;
-    const int lo = max(-R, -c[RA]), hi = min(R, n[RA] - 1 - c[RA]);
+    const int lo = max(-R, -c[RA]);
     const int x0 = max(s_lo - R, 0), x1 = min(s_hi + R, n[RA] - 1);
-    for (int du = -R; du <= R; ++du) {
-        int cu;
-        if (!neighbour_axis(c[ua], du, n[ua], per[ua], cu) || !in_window(ua, cu, wlo, whi)) continue;
-        for (int dw = -wr; dw <= wr; ++dw) {
-            int cw;
-            if (!neighbour_axis(c[wa], dw, n[wa], per[wa], cw) || !in_window(wa, cw, wlo, whi)) continue;
-            int cc[3];
-            cc[ua] = cu, cc[wa] = cw, cc[RA] = 0;
-            const unsigned kr = cell_linear(cc[0], cc[1], cc[2], wlo);
-            float b[3];
-            b[ua] = opaque(p[ua] - (float)du * cs[ua]);
-            b[wa] = opaque(p[wa] - (float)dw * cs[wa]);
-            b[RA] = p[RA] - (float)lo * cs[RA];
-            RowWalk w;
-            w.start(table, kr + (unsigned)(c[RA] + lo), kr + (unsigned)(c[RA] + hi), !fluid, sums && hi >= lo);
-            // The block's segment of this row (tiled), or one pass over global memory.
-            const unsigned seg0 = tiled ? table.begin(kr + (unsigned)x0) : 0u;
-            const unsigned seg1 = tiled ? table.end(kr + (unsigned)x1) : 1u;
-            for (unsigned base = seg0; base < seg1; base += PENCIL_TILE) {
-                const float4 *src = pos;
-                unsigned off = 0u, limit = 0xffffffffu;
-                if (tiled) {
-                    __syncthreads();  // the last tile's readers are done
-                    const unsigned at = base + threadIdx.x;
-                    if (at < seg1) tile[threadIdx.x] = pos[at];
-                    __syncthreads();
-                    src = tile, off = base, limit = min(base + PENCIL_TILE, seg1);
-                }
-                w.run(table, !fluid, b, limit, [&](unsigned j, unsigned mid, const float bb[3]) {
-                    force_candidate_at(src[j - off], j, mid, bb[0], bb[1], bb[2], fluid, pi, vel, wall, mdbc, acc);
-                });
+    // Tiled, the lanes share the rows (stencil_rows' conditions are the block's) and the
+    // barriers in them.
+    stencil_rows(c, p, wlo, whi, [&](unsigned k0, unsigned k1, float b[3]) {
+        RowWalk w;
+        w.start(table, k0, k1, !f.fluid, f.sums);
+        // The block's segment of this row (tiled), or one pass over global memory.
+        const unsigned kr = k0 - (unsigned)(c[RA] + lo);
+        const unsigned seg0 = tiled ? table.begin(kr + (unsigned)x0) : 0u;
+        const unsigned seg1 = tiled ? table.end(kr + (unsigned)x1) : 1u;
+        for (unsigned base = seg0; base < seg1; base += PENCIL_TILE) {
+            const float4 *src = pos;
+            unsigned off = 0u, limit = 0xffffffffu;
+            if (tiled) {
+                __syncthreads();  // the last tile's readers are done
+                const unsigned at = base + threadIdx.x;
+                if (at < seg1) tile[threadIdx.x] = pos[at];
+                __syncthreads();
+                src = tile, off = base, limit = min(base + PENCIL_TILE, seg1);
             }
+            w.run(table, !f.fluid, b, limit, [&](unsigned j, unsigned mid, const float bb[3]) {
+                force_candidate_at(src[j - off], j, mid, bb[0], bb[1], bb[2], f.fluid, f.pi, vel, wall, mdbc, acc);
+            });
         }
-    }
-    if (active) force_out(i, fluid, acc, force, shift, acc_norm, visc_max);
+    });
+    if (active) force_out(i, f.fluid, acc, force, shift, acc_norm, visc_max);
     block_max2(acc_norm, visc_max, stats, STAT_ACC, STAT_VISC);
 }
 #elif TRAVERSAL != 3
