@@ -680,7 +680,7 @@ fn cmd_check(
                     "kernels     {} for {arch} in {:.2} s; neighbour traversal {}",
                     if c.cached { "loaded from the cache" } else { "compiled with NVRTC" },
                     t0.elapsed().as_secs_f64(),
-                    surge_cuda::compile::traversal_note(&case, &grid)
+                    surge_cuda::compile::traversal_note(&case, &gpu_grid)
                 );
             }
             Err(e) if common.backend == BackendArg::Cuda => {

@@ -81,16 +81,18 @@ pub(crate) fn cuda_grid(case: &Case) -> Result<Grid, String> {
 
 /// Of the two axes after the split axis (`order[1]`, `order[2]`), the one whose body force
 /// component is smaller in magnitude; `order[2]` on a tie (no body force, or one along the
-/// split axis). SPHERIC Test 2 (gravity along z, split along x) at dp 0.006 on an H100:
-/// rows along y instead of z gave 7.21 against 8.30 ms/step over the developed flow (6.2e8
-/// particle-steps/s), 6.23 against 6.27 at rest and 9.21 against 10.33 with mDBC
-/// (docs/PERFORMANCE.md, "Rows across the free surface").
+/// split axis). A periodic axis is taken only where both are: rows do not wrap, and
+/// `ranges` needs its rows' axis walled. SPHERIC Test 2 (gravity along z, split along x)
+/// at dp 0.006 on an H100: rows along y instead of z gave 7.21 against 8.30 ms/step over
+/// the developed flow (6.2e8 particle-steps/s), 6.23 against 6.27 at rest and 9.21 against
+/// 10.33 with mDBC (docs/PERFORMANCE.md, "Rows across the free surface").
 pub(crate) fn row_axis(case: &Case, order: [usize; 3]) -> usize {
     let (a, b) = (order[1], order[2]);
-    if case.body_force[a].abs() < case.body_force[b].abs() {
-        a
-    } else {
-        b
+    match (case.periodic[a], case.periodic[b]) {
+        (false, true) => a,
+        (true, false) => b,
+        _ if case.body_force[a].abs() < case.body_force[b].abs() => a,
+        _ => b,
     }
 }
 
@@ -2751,6 +2753,10 @@ mod tests {
         assert_eq!(at("dam_break_3d.toml", &["dp=0.04"]), [0, 2, 1]);
         // Gravity along y: rows along z, as the axes' own order has them.
         assert_eq!(at("dam_break_3d.toml", &["dp=0.04", "physics.body_force=[0.0,-9.81,0.0]"]), [0, 1, 2]);
+        // Gravity along z but y periodic: rows along z, which has walls.
+        let channel =
+            ["dp=0.04", "domain.periodic=[\"y\"]", "domain.min=[-0.35,-0.2,-0.35]", "domain.max=[3.57,1.2,1.35]"];
+        assert_eq!(at("dam_break_3d.toml", &channel), [0, 1, 2]);
         // No body force: the axes' own order.
         let still = ["dp=0.04", "physics.body_force=[0.0,0.0,0.0]", "physics.eos={gamma=7.0,c0=40.0}"];
         assert_eq!(at("dam_break_3d.toml", &still), [0, 1, 2]);

@@ -241,10 +241,15 @@ pub fn traversal_note(case: &Case, grid: &Grid) -> String {
         Traversal::Cta => "cta",
         Traversal::Cells | Traversal::Auto => "cells",
     };
+    let rows = grid.order[if case.dim == 3 { 2 } else { 1 }];
+    let name = match t {
+        Traversal::Cells | Traversal::Auto => name.to_string(),
+        _ => format!("{name}, rows along {}", ["x", "y", "z"][rows]),
+    };
     match case.traversal {
         Traversal::Auto => format!("{name} (auto: ranges in 3D, cells in 2D)"),
         asked if asked != t => format!("{name} (ranges, pencil and cta need walls along the cell key's fastest axis)"),
-        _ => name.to_string(),
+        _ => name,
     }
 }
 
