@@ -19,10 +19,12 @@ run info "$bin/surge" info
 run parity "$bin/gpu_parity" --ignored --nocapture --test-threads 1
 # The cell table of one bin a cell (what grids past 2^31 cells take): the same parity.
 run parity_one_bin env SURGE_CUDA_TABLE_BINS=1 "$bin/gpu_parity" --ignored --nocapture --test-threads 1 --skip a_case_streamed
-# The pencil traversal's teams of devices bitwise one device, as ranges' are (its blocks
-# start elsewhere in a team; tests/common: SURGE_TEST_TRAVERSAL).
-[ -x "$bin/decomposition" ] && run cuda_decomposition_pencil env SURGE_TEST_BACKEND=cuda SURGE_TEST_TRAVERSAL=pencil \
-    "$bin/decomposition" --nocapture --test-threads 1
+# The shared-memory traversals' teams of devices bitwise one device, as ranges' are (their
+# blocks start elsewhere in a team; tests/common: SURGE_TEST_TRAVERSAL).
+for t in pencil cta; do
+    [ -x "$bin/decomposition" ] && run "cuda_decomposition_$t" env SURGE_TEST_BACKEND=cuda SURGE_TEST_TRAVERSAL=$t \
+        "$bin/decomposition" --nocapture --test-threads 1
+done
 for t in physics_channel_flows physics_hydrostatic physics_taylor_green physics_dam_break physics_loads determinism motion bodies open; do
     [ -x "$bin/$t" ] && run "cuda_$t" env SURGE_TEST_BACKEND=cuda "$bin/$t" --nocapture --test-threads 1
 done
