@@ -520,30 +520,51 @@ __device__ __forceinline__ void stencil_rows(const int c[3], const float p[3], i
     }
 }
 
-// Calls visit(j, mid, b) for the particles of the cells k..kend in storage order, all of
-// them or (fluid_only) the fluid bins only; mid is the end of j's cell's fluid, b the
-// offset from the centre of j's cell (b[RA] steps by one cell). One loop for the row: a lane
-// moves to the next cell when j passes its cell's end.
+// The walk of one stencil row: visit(j, mid, b) for the particles of the cells k..kend in
+// storage order, all of them or (fluid_only) the fluid bins only; mid is the end of j's
+// cell's fluid, b the offset from the centre of j's cell (b[RA] steps by one cell). One
+// loop for the row: a lane moves to the next cell when j passes its cell's end. `run`
+// pauses before `limit` (the shared-memory traversals' tiles) and resumes where it stopped.
+struct RowWalk {
+    unsigned k, kend, j, mid, e;
+    bool done;
+    __device__ __forceinline__ void start(const CellTable &t, unsigned k0, unsigned k1, bool fluid_only, bool on) {
+        k = k0, kend = k1, done = !on;
+        j = t.begin(k), mid = t.mid(k);
+        e = fluid_only ? mid : t.end(k);
+    }
+    template <typename Visit>
+    __device__ __forceinline__ void run(const CellTable &t, bool fluid_only, float b[3], unsigned limit,
+                                        Visit &&visit) {
+        const float step = RA == 0 ? CSX : RA == 1 ? CSY : CSZ;
+        while (!done) {
+            if (j >= e) {
+                if (k == kend) {
+                    done = true;
+                    break;
+                }
+                ++k;
+                b[RA] -= step;
+                // With every bin, the next cell starts where this one ended.
+                if (fluid_only) j = t.begin(k);
+                mid = t.mid(k);
+                e = fluid_only ? mid : t.end(k);
+                continue;
+            }
+            if (j >= limit) break;
+            visit(j, mid, b);
+            ++j;
+        }
+    }
+};
+
+// The whole row k..kend at once (TRAVERSAL 1 and the ghost-node passes).
 template <typename Visit>
 __device__ __forceinline__ void row_particles(const CellTable &t, unsigned k, unsigned kend, bool fluid_only,
                                               float b[3], Visit &&visit) {
-    const float step = RA == 0 ? CSX : RA == 1 ? CSY : CSZ;
-    unsigned j = t.begin(k), mid = t.mid(k);
-    unsigned e = fluid_only ? mid : t.end(k);
-    for (;;) {
-        if (j >= e) {
-            if (k == kend) break;
-            ++k;
-            b[RA] -= step;
-            // With every bin, the next cell starts where this one ended.
-            if (fluid_only) j = t.begin(k);
-            mid = t.mid(k);
-            e = fluid_only ? mid : t.end(k);
-            continue;
-        }
-        visit(j, mid, b);
-        ++j;
-    }
+    RowWalk w;
+    w.start(t, k, kend, fluid_only, true);
+    w.run(t, fluid_only, b, 0xffffffffu, visit);
 }
 #endif
 
@@ -629,38 +650,6 @@ __device__ __forceinline__ void force_out(int i, bool fluid, const Accum &acc, f
 #define PENCIL_TILE 256
 #define CTA_THREADS 64
 
-// TRAVERSAL 1's walk of one row (row_particles), paused at `limit` and resumed.
-struct RowWalk {
-    unsigned k, kend, j, mid, e;
-    bool done;
-    __device__ __forceinline__ void start(const CellTable &t, unsigned k0, unsigned k1, bool fluid_only, bool on) {
-        k = k0, kend = k1, done = !on;
-        j = t.begin(k), mid = t.mid(k);
-        e = fluid_only ? mid : t.end(k);
-    }
-    template <typename Visit>
-    __device__ __forceinline__ void run(const CellTable &t, bool fluid_only, float b[3], unsigned limit,
-                                        Visit &&visit) {
-        const float step = RA == 0 ? CSX : RA == 1 ? CSY : CSZ;
-        while (!done) {
-            if (j >= e) {
-                if (k == kend) {
-                    done = true;
-                    break;
-                }
-                ++k;
-                b[RA] -= step;
-                if (fluid_only) j = t.begin(k);
-                mid = t.mid(k);
-                e = fluid_only ? mid : t.end(k);
-                continue;
-            }
-            if (j >= limit) break;
-            visit(j, mid, b);
-            ++j;
-        }
-    }
-};
 
 // Particle i's part of the force pass (an idle lane, !active, gets zeros and sums nothing):
 // its position offset, its pair values, its kind and whether it sums (as in the kernel of
