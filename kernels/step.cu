@@ -568,6 +568,29 @@ __device__ __forceinline__ void row_particles(const CellTable &t, unsigned k, un
 }
 #endif
 
+// The force kernel's parameters (one kernel a traversal: the pencil and cta kernels below,
+// the cells and ranges one last): the particles first..first+count only (a part of the
+// owned range: the edges or the inner particles); neighbours are any held particle in the
+// window [wlo, whi).
+#define FORCES_PARAMS                                                                                             \
+    int first, int count, int wlo, int whi, const float4 *__restrict__ pos, const float4 *__restrict__ vel,       \
+        const Info *__restrict__ info, const float4 *__restrict__ wall, const float4 *__restrict__ mdbc,          \
+        const unsigned *__restrict__ cell_start, float4 *__restrict__ force, float4 *__restrict__ shift,         \
+        unsigned *stats, const unsigned char *__restrict__ fluid_counts
+
+// The cell table the force kernel reads: with one bin a cell the fluid counts come as an
+// argument (TABLE_BINS 1), with two they are not read.
+__device__ __forceinline__ CellTable force_table(const unsigned *__restrict__ cell_start,
+                                                 const unsigned char *__restrict__ fluid_counts, int wlo, int whi) {
+#if TABLE_BINS == 1
+    (void)wlo, (void)whi;
+    return {cell_start, fluid_counts};
+#else
+    (void)fluid_counts;
+    return cell_table(cell_start, wlo, whi);
+#endif
+}
+
 // One candidate j of particle i's sum (b: i's offset from the centre of j's cell), at pj4
 // (its offset from its cell's centre and its cell, read by the caller).
 __device__ __forceinline__ void force_candidate_at(float4 pj4, unsigned j, unsigned mid, float bx, float by, float bz,
@@ -688,19 +711,9 @@ __device__ __forceinline__ ForceI force_i(unsigned i, bool active, const float4 
 // step: loads broadcast from shared memory, one trip count for the warp. The rows go as
 // TRAVERSAL 1's, so a particle's sum is the one ranges would give with these cells, and
 // does not depend on the block (teams bitwise one device).
-extern "C" __global__ void __launch_bounds__(CTA_THREADS) forces_kernel(int first, int count, int wlo, int whi, const float4 *__restrict__ pos, const float4 *__restrict__ vel,
-                                         const Info *__restrict__ info,
-                                         const float4 *__restrict__ wall, const float4 *__restrict__ mdbc,
-                                         const unsigned *__restrict__ cell_start,
-                                         float4 *__restrict__ force, float4 *__restrict__ shift, unsigned *stats,
-                                         const unsigned char *__restrict__ fluid_counts) {
+extern "C" __global__ void __launch_bounds__(CTA_THREADS) forces_kernel(FORCES_PARAMS) {
     __shared__ float4 tile[CTA_THREADS];
-#if TABLE_BINS == 1
-    const CellTable table = {cell_start, fluid_counts};
-#else
-    const CellTable table = cell_table(cell_start, wlo, whi);
-    (void)fluid_counts;
-#endif
+    const CellTable table = force_table(cell_start, fluid_counts, wlo, whi);
     const unsigned lo_i = (unsigned)first, hi_i = (unsigned)(first + count);
     const unsigned w0 = lo_i + blockIdx.x * CTA_THREADS, w1 = min(w0 + CTA_THREADS, hi_i);
     float acc_norm = 0.0f, visc_max = 0.0f;
@@ -750,12 +763,7 @@ extern "C" __global__ void __launch_bounds__(CTA_THREADS) forces_kernel(int firs
 #endif
 
 #if TRAVERSAL == 2
-extern "C" __global__ void __launch_bounds__(256, FORCES_MIN_BLOCKS) forces_kernel(int first, int count, int wlo, int whi, const float4 *__restrict__ pos, const float4 *__restrict__ vel,
-                                         const Info *__restrict__ info,
-                                         const float4 *__restrict__ wall, const float4 *__restrict__ mdbc,
-                                         const unsigned *__restrict__ cell_start,
-                                         float4 *__restrict__ force, float4 *__restrict__ shift, unsigned *stats,
-                                         const unsigned char *__restrict__ fluid_counts) {
+extern "C" __global__ void __launch_bounds__(256, FORCES_MIN_BLOCKS) forces_kernel(FORCES_PARAMS) {
     __shared__ float4 tile[PENCIL_TILE];
     __shared__ int s_row[2], s_lo, s_hi;
     const int t = blockIdx.x * blockDim.x + threadIdx.x;
@@ -764,12 +772,7 @@ extern "C" __global__ void __launch_bounds__(256, FORCES_MIN_BLOCKS) forces_kern
     float acc_norm = 0.0f, visc_max = 0.0f;
     const ForceI f = force_i((unsigned)i, active, pos, vel, info);
     Accum acc = {v3(0.0f, 0.0f, 0.0f), 0.0f, 0.0f, v3(0.0f, 0.0f, 0.0f), 0.0f};
-#if TABLE_BINS == 1
-    const CellTable table = {cell_start, fluid_counts};
-#else
-    const CellTable table = cell_table(cell_start, wlo, whi);
-    (void)fluid_counts;
-#endif
+    const CellTable table = force_table(cell_start, fluid_counts, wlo, whi);
     const int n[3] = {NX, NY, NZ};
     // The outer axes: O0 and O1 in 3D, O0 in 2D (z has one cell there), as stencil_rows.
     const int ua = O0, wa = DIM == 3 ? O1 : O2;
@@ -818,12 +821,7 @@ extern "C" __global__ void __launch_bounds__(256, FORCES_MIN_BLOCKS) forces_kern
 // The particles first..first+count only (a part of the owned range: the edges or the
 // inner particles); neighbours are any held particle in the window [wlo, whi), whose
 // pressures come from their densities here (no pressure buffer to fill beforehand).
-extern "C" __global__ void __launch_bounds__(256, FORCES_MIN_BLOCKS) forces_kernel(int first, int count, int wlo, int whi, const float4 *__restrict__ pos, const float4 *__restrict__ vel,
-                                         const Info *__restrict__ info,
-                                         const float4 *__restrict__ wall, const float4 *__restrict__ mdbc,
-                                         const unsigned *__restrict__ cell_start,
-                                         float4 *__restrict__ force, float4 *__restrict__ shift, unsigned *stats,
-                                         const unsigned char *__restrict__ fluid_counts) {
+extern "C" __global__ void __launch_bounds__(256, FORCES_MIN_BLOCKS) forces_kernel(FORCES_PARAMS) {
     const int t = blockIdx.x * blockDim.x + threadIdx.x;
     const int i = first + t;
     float acc_norm = 0.0f, visc_max = 0.0f;
@@ -841,7 +839,8 @@ extern "C" __global__ void __launch_bounds__(256, FORCES_MIN_BLOCKS) forces_kern
         const bool sums = fluid || (!MDBC && info_kind(info[i]) == 1u);
 #if TABLE_BINS == 1
         // The fluid counts as an argument (their address cell_table would compute): a register
-        // fewer held through the loop (ptxas: 36 bytes spilled instead of 52).
+        // fewer held through the loop (ptxas: 36 bytes spilled instead of 52). Written out
+        // here, not through force_table: the compiler arranges this kernel's loop otherwise.
         const CellTable table = {cell_start, fluid_counts};
 #else
         const CellTable table = cell_table(cell_start, wlo, whi);
