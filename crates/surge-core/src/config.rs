@@ -140,6 +140,17 @@ pub enum Traversal {
 }
 
 impl Traversal {
+    /// Its name in `[gpu] traversal`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Traversal::Auto => "auto",
+            Traversal::Cells => "cells",
+            Traversal::Ranges => "ranges",
+            Traversal::Pencil => "pencil",
+            Traversal::Cta => "cta",
+        }
+    }
+
     /// What `auto` stands for in a case of `dim` dimensions with `periodic` axes along the
     /// fastest axis of the cell key, `fast_axis` (ranges need it walled: the row is cut at the
     /// grid's edges).

@@ -124,6 +124,12 @@ impl Grid {
         })
     }
 
+    /// The fastest-varying axis of the linear index within the case's dimensions (`O2` in
+    /// 3D, `O1` in 2D): the axis of the GPU's stencil rows (`RA` in kernels/step.cu).
+    pub fn rows_axis(&self) -> usize {
+        self.order[if self.dim == 3 { 2 } else { 1 }]
+    }
+
     /// The split axis (varying slowest in the key order).
     pub fn split_axis(&self) -> usize {
         self.order[0]

@@ -227,24 +227,16 @@ pub fn defines(case: &Case, grid: &Grid, ids: u64) -> BTreeMap<&'static str, Str
 /// The neighbour traversal the kernels of `case` on `grid` use: `[gpu] traversal` with
 /// `auto` resolved (ranges run along the key's fastest axis, which must have walls).
 pub fn traversal(case: &Case, grid: &Grid) -> Traversal {
-    let fast = grid.order[if case.dim == 3 { 2 } else { 1 }];
-    case.traversal.resolve(case.dim, grid.periodic[fast])
+    case.traversal.resolve(case.dim, grid.periodic[grid.rows_axis()])
 }
 
-/// [`traversal`] in words, with why it differs from `[gpu] traversal` where it does (the
-/// log of a run and `surge check` print it).
+/// [`traversal`] in words, with its rows' axis and why it differs from `[gpu] traversal`
+/// where it does (the log of a run and `surge check` print it).
 pub fn traversal_note(case: &Case, grid: &Grid) -> String {
     let t = traversal(case, grid);
     let name = match t {
-        Traversal::Ranges => "ranges",
-        Traversal::Pencil => "pencil",
-        Traversal::Cta => "cta",
-        Traversal::Cells | Traversal::Auto => "cells",
-    };
-    let rows = grid.order[if case.dim == 3 { 2 } else { 1 }];
-    let name = match t {
-        Traversal::Cells | Traversal::Auto => name.to_string(),
-        _ => format!("{name}, rows along {}", ["x", "y", "z"][rows]),
+        Traversal::Cells | Traversal::Auto => "cells".to_string(),
+        _ => format!("{}, rows along {}", t.name(), ["x", "y", "z"][grid.rows_axis()]),
     };
     match case.traversal {
         Traversal::Auto => format!("{name} (auto: ranges in 3D, cells in 2D)"),
