@@ -167,9 +167,9 @@ enum Command {
         /// Step the flow to this time (s), untimed, before the timed steps, so they time the
         /// developed flow a run spends its steps on, not the first steps at rest; its
         /// checkpoint is cached (`bench/` in surge's cache, `$SURGE_CACHE_DIR` or
-        /// `~/.cache/surge`) for the next bench of the same case. Default: 0.3 s for the
-        /// built-in cases (the water has struck the far wall or the obstacle), 0 for a case
-        /// file; 0 times the first steps at rest.
+        /// `~/.cache/surge`) for the next bench of the same case. Default: the middle of the
+        /// run for the built-in cases (0.5 s in 2D, 0.75 s in 3D: a step there costs the whole
+        /// run's average), 0 for a case file; 0 times the first steps at rest.
         #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
         develop_to: Option<f64>,
         #[command(flatten)]
@@ -872,10 +872,12 @@ impl Observer for Reporter {
 
 const BENCH_2D: &str = include_str!("../configs/dam_break_2d.toml");
 const BENCH_3D: &str = include_str!("../configs/dam_break_3d.toml");
-/// The time at which `surge bench` times the built-in cases by default: the dam breaks'
-/// water has struck the far wall (2D) or the obstacle (3D), and a rebuild comes every step
-/// or two, as over most of a run.
-const BENCH_DEVELOPED: f64 = 0.3;
+/// When `surge bench` times the built-in cases by default, as a share of the case's end
+/// time: the middle of the run. A step's cost grows as the flow develops (SPHERIC Test 2 at
+/// dp 0.006 on an H100: 7.0 ms near rest, 7.2 at t = 0.3 s, 8.4 near its end at 1.5 s), and
+/// the middle's is the whole run's average (docs/PERFORMANCE.md, "The whole run against
+/// the bench").
+const BENCH_DEVELOPED_SHARE: f64 = 0.5;
 
 fn cmd_bench(
     cases: BenchCases,
@@ -893,8 +895,6 @@ fn cmd_bench(
     if let Some(t) = develop_to.filter(|t| !(t.is_finite() && *t >= 0.0)) {
         return Err(bad(format!("--develop-to {t}: expected a time >= 0 (s)")));
     }
-    // The developed flow's time: the built-in cases' default, 0 for a case file.
-    let develop_to = develop_to.unwrap_or(if case_file.is_some() || from.is_some() { 0.0 } else { BENCH_DEVELOPED });
     let list: Vec<Case> = match case_file {
         Some(path) => vec![load(path, common)?],
         None => {
@@ -910,14 +910,29 @@ fn cmd_bench(
             builtin.into_iter().map(parse).collect::<Result<_, _>>().map_err(bad)?
         }
     };
-    if let Some(case) = list.iter().find(|c| develop_to >= c.end_time && develop_to > 0.0) {
-        return Err(bad(format!("--develop-to {develop_to}: the case {} ends at t = {} s", case.name, case.end_time)));
+    // The developed flow's time: the built-in cases' default the middle of the run, 0 for a
+    // case file.
+    let develop_to = |case: &Case| {
+        develop_to.unwrap_or(if case_file.is_some() || from.is_some() {
+            0.0
+        } else {
+            BENCH_DEVELOPED_SHARE * case.end_time
+        })
+    };
+    if let Some(case) = list.iter().find(|c| develop_to(c) >= c.end_time && develop_to(c) > 0.0) {
+        return Err(bad(format!(
+            "--develop-to {}: the case {} ends at t = {} s",
+            develop_to(case),
+            case.name,
+            case.end_time
+        )));
     }
     if from.is_some() && list.len() != 1 {
         return Err(bad("--from: a checkpoint is of one case: give --case FILE or one of --cases".into()));
     }
     let mut rows = Vec::new();
     for case in &list {
+        let develop_to = develop_to(case);
         // The bench writes no frame; a checkpoint only to develop the flow or to start from
         // one: otherwise the host needs no room for the particles' copies.
         let req = DeviceRequest { writes: develop_to > 0.0 || from.is_some(), ..common.request()? };
