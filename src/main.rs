@@ -409,8 +409,12 @@ fn cmd_check(
     let gpu_compact = surge_cuda::bytes_per_particle_with(&case, n, Some(1))
         .map_err(|e| Failure(EXIT_BAD_INPUT, format!("{}: {e}", path.display())))?;
     let visc = match case.viscosity {
-        Viscosity::Artificial { alpha } => format!("artificial (alpha {alpha})"),
-        Viscosity::Laminar { nu } => format!("laminar (nu {nu} m²/s)"),
+        Viscosity::Artificial { alpha } => format!("artificial (alpha {alpha}"),
+        Viscosity::Laminar { nu } => format!("laminar (nu {nu} m²/s"),
+    };
+    let visc = match case.viscosity_boundary_factor {
+        f if f != 1.0 => format!("{visc}, x {f} with boundary particles)"),
+        _ => format!("{visc})"),
     };
     let diff = match case.diffusion {
         Diffusion::None => "none".to_string(),

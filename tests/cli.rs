@@ -448,6 +448,13 @@ fn bench_develops_the_flow_once_and_caches_it() {
     let second = bench(&["--develop-to", "0.02"]);
     second.assert_code(0);
     assert!(second.stderr.contains("from the cached flow at t = 0.02 s"), "{}", second.describe());
+    // A built-in case times the middle of its run by default (half its end time).
+    let builtin = surge_with(
+        &["bench", "--backend", "cpu", "--cases", "dam-break2d", "--steps", "3", "--set", "time.end=0.04"],
+        &[("SURGE_CACHE_DIR", &cache)],
+    );
+    builtin.assert_code(0);
+    assert!(builtin.stderr.contains("stepped to t = 0.02 s"), "{}", builtin.describe());
     let timed_steps = |o: &Out| {
         let row =
             o.stdout.lines().find(|l| l.starts_with("dam_break_2d")).unwrap_or_else(|| panic!("{}", o.describe()));

@@ -31,13 +31,22 @@ fn cuda_matches_cpu_on_every_config() {
         names.retain(|n| only.split(',').any(|o| o == n));
     }
     // Each config with each neighbour traversal of the GPU (the CPU's run is the same), and
-    // SPHERIC Test 2 with the mDBC slip no shipped config takes (the wall's velocity).
+    // SPHERIC Test 2 with the mDBC slip no shipped config takes (the wall's velocity), and
+    // the benchmark case and a laminar one with the walls' viscosity a fifth of the fluid's.
     let mut runs: Vec<(String, Vec<String>)> = names
         .iter()
         .flat_map(|n| ["cells", "ranges", "pencil", "cta"].map(|t| (n.clone(), vec![format!("gpu.traversal={t}")])))
         .collect();
     if names.iter().any(|n| n == "spheric_test2.toml") {
         runs.push(("spheric_test2.toml".into(), vec![r#"physics.boundary={kind="mdbc",slip="wall"}"#.into()]));
+    }
+    for (name, visc) in [
+        ("dam_break_3d.toml", r#"physics.viscosity={kind="artificial",alpha=0.1,boundary_factor=0.2}"#),
+        ("poiseuille_2d.toml", r#"physics.viscosity={kind="laminar",nu=1e-6,boundary_factor=0.5}"#),
+    ] {
+        if names.iter().any(|n| n == name) {
+            runs.push((name.into(), vec![visc.into()]));
+        }
     }
     for (name, sets) in runs {
         let sets: Vec<&str> = sets.iter().map(String::as_str).collect();

@@ -9,6 +9,16 @@
 #include "kernel.cuh"
 #include "viscosity.cuh"
 
+// The viscosity of a fluid particle's pairs with boundary particles (ALPHA or NU times
+// physics.viscosity.boundary_factor; the same literal where the factor is 1, so the
+// compiler folds the choice away).
+#ifndef ALPHA_WALL
+#define ALPHA_WALL ALPHA
+#endif
+#ifndef NU_WALL
+#define NU_WALL NU
+#endif
+
 struct PairParticle {
     float3 vel;
     float rho;
@@ -52,16 +62,16 @@ __device__ __forceinline__ void fluid_pair(float3 r, float r2, const PairParticl
 #if VISC == 1
     // Monaghan (1992): approaching pairs only (mu < 0).
     const float mu = fminf(H * (MDBC ? dot(vv, r) : vr) * inv_r2, 0.0f);
-    along += pj.m * (2.0f * ALPHA * C0) * mu / (pi.rho + pj.rho);
+    along += pj.m * (2.0f * (j_fluid ? ALPHA : ALPHA_WALL) * C0) * mu / (pi.rho + pj.rho);
     out.acc += r * (f * along);
 #else
     out.acc += r * (f * along);
 #if MDBC
-    out.acc += morris_laminar(NU, pi.rho, pj.rho, pj.m, r, r2, ETA2, r * f, vv);
+    out.acc += morris_laminar(j_fluid ? NU : NU_WALL, pi.rho, pj.rho, pj.m, r, r2, ETA2, r * f, vv);
 #else
     if (!j_fluid) {
         float beta = morris_wall_factor(xyz(wall_j), wall_j.w, r);
-        out.acc += morris_laminar(NU, pi.rho, pj.rho, pj.m, r, r2, ETA2, r * f, v * beta);
+        out.acc += morris_laminar(NU_WALL, pi.rho, pj.rho, pj.m, r, r2, ETA2, r * f, v * beta);
     } else {
         out.acc += morris_laminar(NU, pi.rho, pj.rho, pj.m, r, r2, ETA2, r * f, v);
     }

@@ -279,6 +279,10 @@ pub struct Case {
     pub background_pressure: f64,
     /// Viscosity.
     pub viscosity: Viscosity,
+    /// The factor on the viscosity (alpha or nu) of the pairs of a fluid particle and a
+    /// boundary particle (`physics.viscosity.boundary_factor`, DualSPHysics'
+    /// `ViscoBoundFactor`): 1 takes the fluid's.
+    pub viscosity_boundary_factor: f64,
     /// Density diffusion.
     pub diffusion: Diffusion,
     /// Particle shifting.
@@ -1423,13 +1427,25 @@ impl Case {
                 format!("expected a number >= 0, found {background_pressure}"),
             ));
         }
-        let viscosity = match ph.viscosity {
-            ViscositySpec::Artificial { alpha } if alpha.is_finite() && alpha >= 0.0 => Viscosity::Artificial { alpha },
-            ViscositySpec::Artificial { alpha } => {
+        let (viscosity, viscosity_boundary_factor) = match ph.viscosity {
+            ViscositySpec::Artificial { alpha, boundary_factor } if alpha.is_finite() && alpha >= 0.0 => {
+                (Viscosity::Artificial { alpha }, boundary_factor)
+            }
+            ViscositySpec::Artificial { alpha, .. } => {
                 return Err(c.err("physics.viscosity.alpha", format!("expected a number >= 0, found {alpha}")))
             }
-            ViscositySpec::Laminar { nu } => Viscosity::Laminar { nu: c.positive("physics.viscosity.nu", nu)? },
+            ViscositySpec::Laminar { nu, boundary_factor } => {
+                (Viscosity::Laminar { nu: c.positive("physics.viscosity.nu", nu)? }, boundary_factor)
+            }
         };
+        if !(viscosity_boundary_factor.is_finite() && viscosity_boundary_factor >= 0.0) {
+            return Err(c.err(
+                "physics.viscosity.boundary_factor",
+                format!(
+                    "expected a number >= 0 (the factor on the viscosity at walls), found {viscosity_boundary_factor}"
+                ),
+            ));
+        }
         let delta = |d: f64| {
             if d.is_finite() && (0.0..=1.0).contains(&d) {
                 Ok(d)
@@ -1775,6 +1791,7 @@ impl Case {
             tait_b: tait_b(c0, rho0, gamma),
             background_pressure,
             viscosity,
+            viscosity_boundary_factor,
             diffusion,
             shifting,
             boundary: match ph.boundary {
@@ -1921,6 +1938,7 @@ impl Case {
             tait_b,
             background_pressure,
             viscosity,
+            viscosity_boundary_factor,
             diffusion,
             shifting,
             boundary,
@@ -1974,6 +1992,11 @@ impl Case {
             Viscosity::Artificial { alpha } => hs.str("artificial").f64(alpha),
             Viscosity::Laminar { nu } => hs.str("laminar").f64(nu),
         };
+        // Only where it is not 1, so the cases of before keep their hashes (checkpoints, the
+        // bench's cached flows).
+        if *viscosity_boundary_factor != 1.0 {
+            hs.str("viscosity boundary factor").f64(*viscosity_boundary_factor);
+        }
         match *diffusion {
             Diffusion::None => hs.str("none"),
             Diffusion::MolteniColagrossi { delta } => hs.str("molteni_colagrossi").f64(delta),

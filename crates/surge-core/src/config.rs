@@ -469,17 +469,29 @@ pub enum ViscositySpec {
     Artificial {
         /// Coefficient alpha (typically 0.01 to 0.1).
         alpha: f64,
+        /// The factor on alpha for the pairs of a fluid particle and a boundary particle
+        /// (DualSPHysics' `ViscoBoundFactor`; default 1).
+        #[serde(default = "one")]
+        boundary_factor: f64,
     },
     /// Morris et al. (1997) laminar viscosity with kinematic viscosity nu.
     Laminar {
         /// Kinematic viscosity (m²/s).
         nu: f64,
+        /// The factor on nu for the pairs of a fluid particle and a boundary particle
+        /// (default 1).
+        #[serde(default = "one")]
+        boundary_factor: f64,
     },
+}
+
+fn one() -> f64 {
+    1.0
 }
 
 impl Default for ViscositySpec {
     fn default() -> Self {
-        ViscositySpec::Artificial { alpha: 0.01 }
+        ViscositySpec::Artificial { alpha: 0.01, boundary_factor: 1.0 }
     }
 }
 

@@ -676,6 +676,8 @@ mod tests {
     const MDBC_SLIP: &str = r#"physics.boundary={kind="mdbc", slip=true}"#;
     const SHIFTING: &str = r#"physics.shifting={kind="lind", coefficient=10.0}"#;
     const LAMINAR: &str = r#"physics.viscosity={kind="laminar", nu=1e-3}"#;
+    /// The walls' viscosity a fifth of the fluid's (DualSPHysics' ViscoBoundFactor).
+    const WALL_VISC: &str = r#"physics.viscosity={kind="artificial", alpha=0.05, boundary_factor=0.2}"#;
 
     fn lanes_apply(case: &Case) -> bool {
         use surge_core::physics::kernel::SmoothingKernel;
@@ -765,9 +767,9 @@ mod tests {
     /// The AVX2 loops (neighbour lists and pair formulas) give the scalar loops' forces,
     /// shifting sums, time-step values and, after some steps, states, bit for bit: water
     /// thrown at walls and an obstacle (pressure, approaching and receding pairs, boundary
-    /// particles' continuity), in 2D and 3D, with and without diffusion and shifting, and a
-    /// formula set the lanes do not implement (laminar viscosity: scalar pairs after the
-    /// AVX2 neighbour list).
+    /// particles' continuity), in 2D and 3D, with and without diffusion and shifting, with
+    /// the walls' viscosity a fifth of the fluid's, and a formula set the lanes do not
+    /// implement (laminar viscosity: scalar pairs after the AVX2 neighbour list).
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn lanes_equal_the_scalar_loops() {
@@ -776,7 +778,7 @@ mod tests {
             return;
         }
         let none = r#"physics.density_diffusion={kind="none"}"#;
-        let variants: [(&str, &[&str], bool); 11] = [
+        let variants: [(&str, &[&str], bool); 13] = [
             (THROWN_2D, &[DIFFUSION], true),
             (THROWN_2D, &[none], true),
             (THROWN_2D, &[DIFFUSION, SHIFTING], true),
@@ -788,6 +790,8 @@ mod tests {
             (THROWN_3D, &[MDBC_SLIP], true),
             (THROWN_3D, &[MDBC, DIFFUSION, SHIFTING], true),
             (THROWN_2D, &[LAMINAR], false),
+            (THROWN_3D, &[WALL_VISC, DIFFUSION], true),
+            (THROWN_2D, &[MDBC, WALL_VISC], true),
         ];
         for (text, sets, lanes) in variants {
             let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();

@@ -297,8 +297,11 @@ pub(crate) struct LanePhysics {
     a_f: f32,
     h: f32,
     eta2: f32,
-    /// `-alpha c0` (the scalar formula's first product, the same for every pair).
+    /// `-alpha c0` (the scalar formula's first product, the same for every fluid pair).
     neg_alpha_c0: f32,
+    /// The same of a boundary neighbour (`alpha_wall`: `physics.viscosity.boundary_factor`),
+    /// where it differs.
+    neg_alpha_c0_wall: Option<f32>,
     /// `delta h c0 2` (likewise).
     delta_h_c0_2: f32,
     /// Density diffusion: [`NO_DIFFUSION`], [`MOLTENI`] or [`FOURTAKAS`].
@@ -348,6 +351,7 @@ impl LanePhysics {
             h: ph.h,
             eta2: ph.eta2,
             neg_alpha_c0: -c.alpha * c.c0,
+            neg_alpha_c0_wall: (c.alpha_wall != c.alpha).then_some(-c.alpha_wall * c.c0),
             delta_h_c0_2: c.delta_h_c0 * 2.0,
             diffusion: match D::NAME {
                 "molteni_colagrossi" => MOLTENI,
@@ -706,7 +710,11 @@ fn pair_terms<const MASKED: bool, const DIFF: u8, const SHIFT: bool, const Z: bo
         (vr, mu_dt)
     };
     let rho_mean = _mm256_mul_ps(_mm256_set1_ps(0.5), _mm256_add_ps(rho_i, l.rho));
-    let pi_ab = _mm256_div_ps(_mm256_mul_ps(_mm256_set1_ps(lp.neg_alpha_c0), mu), rho_mean);
+    let neg_alpha_c0 = match lp.neg_alpha_c0_wall {
+        Some(w) => _mm256_blendv_ps(_mm256_set1_ps(w), _mm256_set1_ps(lp.neg_alpha_c0), l.fluid),
+        None => _mm256_set1_ps(lp.neg_alpha_c0),
+    };
+    let pi_ab = _mm256_div_ps(_mm256_mul_ps(neg_alpha_c0, mu), rho_mean);
     let coef = _mm256_mul_ps(_mm256_xor_ps(l.m, neg0), pi_ab);
     // Not `v.r >= 0` (true for NaN, as in the scalar formula).
     let approaching = _mm256_cmp_ps::<_CMP_NGE_UQ>(vr, _mm256_setzero_ps());

@@ -84,8 +84,9 @@ pub(crate) fn cuda_grid(case: &Case) -> Result<Grid, String> {
 /// split axis). A periodic axis is taken only where both are: rows do not wrap, and
 /// `ranges` needs its rows' axis walled. SPHERIC Test 2 (gravity along z, split along x)
 /// at dp 0.006 on an H100: rows along y instead of z gave 7.21 against 8.30 ms/step over
-/// the developed flow (6.2e8 particle-steps/s), 6.23 against 6.27 at rest and 9.21 against
-/// 10.33 with mDBC (docs/PERFORMANCE.md, "Rows across the free surface").
+/// the flow at t = 0.3 s, 6.23 against 6.27 at rest, 9.21 against 10.33 with mDBC, and
+/// 7.87 against 8.54 over the whole run (docs/PERFORMANCE.md, "Rows across the free
+/// surface").
 pub(crate) fn row_axis(case: &Case, order: [usize; 3]) -> usize {
     let (a, b) = (order[1], order[2]);
     match (case.periodic[a], case.periodic[b]) {

@@ -138,10 +138,12 @@ pub fn defines(case: &Case, grid: &Grid, ids: u64) -> BTreeMap<&'static str, Str
         Viscosity::Artificial { .. } => {
             d.insert("VISC", "1".into());
             d.insert("ALPHA", lit(c.alpha));
+            d.insert("ALPHA_WALL", lit(c.alpha_wall));
         }
         Viscosity::Laminar { .. } => {
             d.insert("VISC", "2".into());
             d.insert("NU", lit(c.nu));
+            d.insert("NU_WALL", lit(c.nu_wall));
         }
     }
     let diff = match case.diffusion {

@@ -39,6 +39,11 @@ pub struct Constants {
     pub alpha: f32,
     /// Kinematic viscosity (laminar viscosity only).
     pub nu: f32,
+    /// alpha of the pairs of a fluid particle and a boundary particle (times
+    /// [`Case::viscosity_boundary_factor`]; alpha where it is 1).
+    pub alpha_wall: f32,
+    /// nu of those pairs (likewise).
+    pub nu_wall: f32,
     /// `delta h c0` of density diffusion (0 without it).
     pub delta_h_c0: f32,
     /// `A h` of Lind shifting (0 without it).
@@ -55,9 +60,10 @@ impl Constants {
             KernelKind::WendlandC2 => WendlandC2::new(case.h, case.dim).constants(),
             KernelKind::CubicSpline => CubicSpline::new(case.h, case.dim).constants(),
         };
-        let (alpha, nu) = match case.viscosity {
-            Viscosity::Artificial { alpha } => (alpha as f32, 0.0),
-            Viscosity::Laminar { nu } => (0.0, nu as f32),
+        let wall = case.viscosity_boundary_factor;
+        let (alpha, nu, alpha_wall, nu_wall) = match case.viscosity {
+            Viscosity::Artificial { alpha } => (alpha as f32, 0.0, (alpha * wall) as f32, 0.0),
+            Viscosity::Laminar { nu } => (0.0, nu as f32, 0.0, (nu * wall) as f32),
         };
         let delta = match case.diffusion {
             Diffusion::None => 0.0,
@@ -84,6 +90,8 @@ impl Constants {
             g: V3::from_f64(case.body_force),
             alpha,
             nu,
+            alpha_wall,
+            nu_wall,
             delta_h_c0: (delta * case.h * case.c0) as f32,
             shift_ah,
             shift_threshold,

@@ -30,6 +30,9 @@ pub trait ViscosityModel: Copy + Send + Sync + 'static {
     const MIRROR_WALL: bool;
     /// Acceleration contribution.
     fn acc(&self, g: &PairGeom, rho_i: f32, rho_j: f32, m_j: f32) -> V3;
+    /// The same from a boundary neighbour j: the viscosity times the case's boundary factor
+    /// (`physics.viscosity.boundary_factor`).
+    fn acc_wall(&self, g: &PairGeom, rho_i: f32, rho_j: f32, m_j: f32) -> V3;
 }
 
 /// Monaghan artificial viscosity.
@@ -37,6 +40,8 @@ pub trait ViscosityModel: Copy + Send + Sync + 'static {
 pub struct Artificial {
     /// alpha.
     pub alpha: f32,
+    /// alpha of a fluid particle's pairs with boundary particles.
+    pub alpha_wall: f32,
     /// Smoothing length.
     pub h: f32,
     /// Speed of sound used as the mean `c` of the pair (c0, as DualSPHysics does).
@@ -52,6 +57,10 @@ impl ViscosityModel for Artificial {
     fn acc(&self, g: &PairGeom, rho_i: f32, rho_j: f32, m_j: f32) -> V3 {
         monaghan_artificial(self.alpha, self.h, self.c0, 0.5 * (rho_i + rho_j), m_j, g.vr, g.r2, self.eta2, g.gw)
     }
+    #[inline(always)]
+    fn acc_wall(&self, g: &PairGeom, rho_i: f32, rho_j: f32, m_j: f32) -> V3 {
+        monaghan_artificial(self.alpha_wall, self.h, self.c0, 0.5 * (rho_i + rho_j), m_j, g.vr, g.r2, self.eta2, g.gw)
+    }
 }
 
 /// Morris laminar viscosity.
@@ -59,6 +68,8 @@ impl ViscosityModel for Artificial {
 pub struct Laminar {
     /// Kinematic viscosity nu.
     pub nu: f32,
+    /// nu of a fluid particle's pairs with boundary particles.
+    pub nu_wall: f32,
     /// `eta² = 0.01 h²`.
     pub eta2: f32,
 }
@@ -69,6 +80,10 @@ impl ViscosityModel for Laminar {
     #[inline(always)]
     fn acc(&self, g: &PairGeom, rho_i: f32, rho_j: f32, m_j: f32) -> V3 {
         morris_laminar(self.nu, rho_i, rho_j, m_j, g.r, g.r2, self.eta2, g.gw, g.v)
+    }
+    #[inline(always)]
+    fn acc_wall(&self, g: &PairGeom, rho_i: f32, rho_j: f32, m_j: f32) -> V3 {
+        morris_laminar(self.nu_wall, rho_i, rho_j, m_j, g.r, g.r2, self.eta2, g.gw, g.v)
     }
 }
 

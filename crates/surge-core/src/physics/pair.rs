@@ -88,15 +88,18 @@ impl<
         let g = self.geom(r, r2, pi.vel, pj.vel);
         let p_term = (pi.p + pj.p) / (pi.rho * pj.rho);
         out.acc -= g.gw * (pj.m * p_term);
+        // A boundary neighbour's viscosity takes the case's boundary factor (acc_wall).
         if B::MDBC && !j_fluid {
             // The wall's no-slip or free-slip velocity from the ghost node, for viscosity only.
             let v = pi.vel - V3::from4(pj.mdbc);
             let gm = PairGeom { v, vr: v.dot(r), ..g };
-            out.acc += self.visc.acc(&gm, pi.rho, pj.rho, pj.m);
+            out.acc += self.visc.acc_wall(&gm, pi.rho, pj.rho, pj.m);
         } else if V::MIRROR_WALL && !j_fluid {
             let beta = morris_wall_factor(V3::from4(pj.wall), pj.wall[3], r);
             let gm = PairGeom { v: g.v * beta, vr: g.vr * beta, ..g };
-            out.acc += self.visc.acc(&gm, pi.rho, pj.rho, pj.m);
+            out.acc += self.visc.acc_wall(&gm, pi.rho, pj.rho, pj.m);
+        } else if !j_fluid {
+            out.acc += self.visc.acc_wall(&g, pi.rho, pj.rho, pj.m);
         } else {
             out.acc += self.visc.acc(&g, pi.rho, pj.rho, pj.m);
         }
@@ -151,10 +154,12 @@ pub fn dispatch<F: WithPhysics>(case: &Case, c: &Constants, f: F) -> F::Output {
 fn dispatch_k<K: SmoothingKernel, F: WithPhysics>(case: &Case, c: &Constants, kernel: K, f: F) -> F::Output {
     match case.viscosity {
         Viscosity::Artificial { .. } => {
-            let visc = Artificial { alpha: c.alpha, h: c.h, c0: c.c0, eta2: c.eta2 };
+            let visc = Artificial { alpha: c.alpha, alpha_wall: c.alpha_wall, h: c.h, c0: c.c0, eta2: c.eta2 };
             dispatch_v(case, c, kernel, visc, f)
         }
-        Viscosity::Laminar { .. } => dispatch_v(case, c, kernel, Laminar { nu: c.nu, eta2: c.eta2 }, f),
+        Viscosity::Laminar { .. } => {
+            dispatch_v(case, c, kernel, Laminar { nu: c.nu, nu_wall: c.nu_wall, eta2: c.eta2 }, f)
+        }
     }
 }
 
@@ -237,5 +242,88 @@ fn dispatch_b<
         f.call(Physics::<K, V, D, S, B, 2> { kernel, visc, diff, h, support2, eta2, shift, boundary })
     } else {
         f.call(Physics::<K, V, D, S, B, 3> { kernel, visc, diff, h, support2, eta2, shift, boundary })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The viscous acceleration fluid particle i gets from j at `r`, approaching (no
+    /// pressure: p = 0), with the case's formulas.
+    fn viscous(case: &Case, j_fluid: bool, r: V3) -> V3 {
+        struct Pair(V3, bool);
+        impl WithPhysics for Pair {
+            type Output = V3;
+            fn call<
+                K: SmoothingKernel,
+                V: ViscosityModel,
+                D: DiffusionModel,
+                S: ShiftingModel,
+                B: BoundaryModel,
+                const DIM: usize,
+            >(
+                self,
+                ph: Physics<K, V, D, S, B, DIM>,
+            ) -> V3 {
+                let (r, j_fluid) = (self.0, self.1);
+                let at = |vel: V3| PairParticle {
+                    vel,
+                    rho: 1000.0,
+                    p: 0.0,
+                    m: 1.0,
+                    wall: [0.0, 0.0, 1.0, 0.02],
+                    mdbc: [0.0; 4],
+                };
+                let mut out = Accum::default();
+                ph.fluid_pair(r, r.dot(r), &at(-r * 30.0), &at(V3::ZERO), j_fluid, &mut out);
+                out.acc
+            }
+        }
+        let c = Constants::of(case);
+        dispatch(case, &c, Pair(r, j_fluid))
+    }
+
+    /// `physics.viscosity.boundary_factor` scales the viscous term of a fluid particle's
+    /// pairs with boundary particles (DualSPHysics' ViscoBoundFactor), artificial and
+    /// laminar, DBC and mDBC, and leaves its pairs with fluid particles as they are. The
+    /// factor is applied to alpha (nu) before the formula, so the term is the factor times
+    /// the term of factor 1 within float32 rounding (1e-6 relative).
+    #[test]
+    fn the_boundary_factor_scales_the_viscosity_of_wall_pairs_only() {
+        let text = r#"
+            dp = 0.01
+            time = { end = 1.0 }
+            physics = { body_force = [0.0, 0.0, -9.81] }
+            fluid = [{ min = [0.0, 0.0, 0.0], max = [0.1, 0.1, 0.1] }]
+            wall = [{ min = [0.0, 0.0, 0.0], max = [0.2, 0.2, 0.2], faces = ["z-"] }]
+        "#;
+        let r = V3::new(0.004, -0.003, 0.012);
+        for visc in [r#"kind="artificial", alpha=0.1"#, r#"kind="laminar", nu=1e-3"#] {
+            for boundary in [r#"{kind="dbc"}"#, r#"{kind="mdbc", slip=false}"#] {
+                let case = |factor: &str| {
+                    let sets =
+                        [format!("physics.viscosity={{{visc}{factor}}}"), format!("physics.boundary={boundary}")];
+                    Case::from_str(text, &sets).unwrap_or_else(|e| panic!("{e}"))
+                };
+                let (one, fifth) = (case(""), case(", boundary_factor=0.2"));
+                let what = format!("{visc}, {boundary}");
+                assert_eq!(one.viscosity_boundary_factor, 1.0);
+                assert_eq!(fifth.viscosity_boundary_factor, 0.2);
+                let (w1, w5) = (viscous(&one, false, r), viscous(&fifth, false, r));
+                assert!(w1.dot(w1) > 0.0, "{what}: a viscous term at the wall");
+                let err = (w5 - w1 * 0.2).dot(w5 - w1 * 0.2).sqrt() / (w1.dot(w1).sqrt() * 0.2);
+                assert!(err < 1e-6, "{what}: {w5:?} against 0.2 x {w1:?}");
+                let (f1, f5) = (viscous(&one, true, r), viscous(&fifth, true, r));
+                let bits = |v: V3| [v.x, v.y, v.z].map(f32::to_bits);
+                assert_eq!(bits(f1), bits(f5), "{what}: fluid pairs");
+                // The physics hash tells them apart (a checkpoint of one does not restart the other).
+                assert_ne!(one.physics_hash(), fifth.physics_hash(), "{what}");
+            }
+        }
+        let bad =
+            Case::from_str(text, &[r#"physics.viscosity={kind="artificial", alpha=0.1, boundary_factor=-1}"#.into()]);
+        let e = bad.err().expect("a negative factor is refused").to_string();
+        assert!(e.contains("physics.viscosity.boundary_factor") && e.contains(">= 0"), "{e}");
     }
 }
