@@ -1,8 +1,8 @@
 //! `cargo bench`: particle-steps per second and bytes per particle of the CPU backend on the
 //! shipped 2D and 3D dam breaks (the same measurement as `surge bench --backend cpu`: the
-//! developed flow in the middle of the run, its checkpoint cached). Set SURGE_BENCH_STEPS to change the
-//! number of timed steps (default 100), SURGE_BENCH_DP_3D to refine the 3D case and
-//! SURGE_BENCH_DEVELOP_TO to time another moment (0: the first steps at rest).
+//! developed flow in the middle of the run, its checkpoint cached). Set SURGE_BENCH_STEPS to
+//! change the number of timed steps (default 100), SURGE_BENCH_DP_3D to refine the 3D case
+//! and SURGE_BENCH_DEVELOP_TO to time another moment (0: the first steps at rest).
 
 use surge_core::Case;
 use surge_runtime::{bench, cpu_simulation, develop, develop_cache, BenchResult};
