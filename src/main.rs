@@ -408,13 +408,13 @@ fn cmd_check(
     // What a GPU holds where two bins a cell do not fit its memory.
     let gpu_compact = surge_cuda::bytes_per_particle_with(&case, n, Some(1))
         .map_err(|e| Failure(EXIT_BAD_INPUT, format!("{}: {e}", path.display())))?;
-    let visc = match case.viscosity {
-        Viscosity::Artificial { alpha } => format!("artificial (alpha {alpha}"),
-        Viscosity::Laminar { nu } => format!("laminar (nu {nu} m²/s"),
+    let wall = match case.viscosity_boundary_factor {
+        f if f != 1.0 => format!(", x {f} with boundary particles"),
+        _ => String::new(),
     };
-    let visc = match case.viscosity_boundary_factor {
-        f if f != 1.0 => format!("{visc}, x {f} with boundary particles)"),
-        _ => format!("{visc})"),
+    let visc = match case.viscosity {
+        Viscosity::Artificial { alpha } => format!("artificial (alpha {alpha}{wall})"),
+        Viscosity::Laminar { nu } => format!("laminar (nu {nu} m²/s{wall})"),
     };
     let diff = match case.diffusion {
         Diffusion::None => "none".to_string(),
@@ -923,13 +923,8 @@ fn cmd_bench(
             BENCH_DEVELOPED_SHARE * case.end_time
         })
     };
-    if let Some(case) = list.iter().find(|c| develop_to(c) >= c.end_time && develop_to(c) > 0.0) {
-        return Err(bad(format!(
-            "--develop-to {}: the case {} ends at t = {} s",
-            develop_to(case),
-            case.name,
-            case.end_time
-        )));
+    if let Some((case, t)) = list.iter().map(|c| (c, develop_to(c))).find(|(c, t)| *t > 0.0 && *t >= c.end_time) {
+        return Err(bad(format!("--develop-to {t}: the case {} ends at t = {} s", case.name, case.end_time)));
     }
     if from.is_some() && list.len() != 1 {
         return Err(bad("--from: a checkpoint is of one case: give --case FILE or one of --cases".into()));

@@ -2104,10 +2104,14 @@ impl Case {
         self.limit_dt(self.cfl * dt_forces(self.h, g).min(dt_acoustic(self.h, self.c0, 0.0)))
     }
 
-    /// Apply the limits that do not depend on the flow: the laminar viscous limit and dt_max.
+    /// Apply the limits that do not depend on the flow: the laminar viscous limit (of the
+    /// larger of the fluid's nu and the walls', `nu` times the boundary factor) and dt_max.
     pub fn limit_dt(&self, dt: f64) -> f64 {
         let dt = match self.viscosity {
-            Viscosity::Laminar { nu } => dt.min(crate::physics::dt::dt_viscous(self.h, nu)),
+            Viscosity::Laminar { nu } => {
+                let nu = nu * self.viscosity_boundary_factor.max(1.0);
+                dt.min(crate::physics::dt::dt_viscous(self.h, nu))
+            }
             Viscosity::Artificial { .. } => dt,
         };
         dt.min(self.dt_max)

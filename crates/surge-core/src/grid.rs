@@ -212,21 +212,20 @@ impl Grid {
     /// the cell's half where the position lies beyond the grid; `None` for a position that
     /// is not finite.
     pub fn locate_clamped(&self, x: [f64; 3]) -> Option<([i32; 4], [f32; 4])> {
+        if x[..self.dim].iter().any(|v| !v.is_finite()) {
+            return None;
+        }
+        let (k, within) = self.locate(x);
         let mut c = [0i32; 4];
         let mut off = [0f32; 4];
         for a in 0..self.dim {
-            if !x[a].is_finite() {
-                return None;
+            if self.periodic[a] {
+                // The same place in the cell of its period.
+                (c[a], off[a]) = (k[a].rem_euclid(self.n[a]), within[a]);
+            } else {
+                c[a] = k[a].clamp(0, self.n[a] - 1);
+                off[a] = (x[a] - (self.origin[a] + (c[a] as f64 + 0.5) * self.cell[a])) as f32;
             }
-            let k = ((x[a] - self.origin[a]) / self.cell[a]).floor();
-            let n = self.n[a] as f64;
-            let k = if self.periodic[a] { k.rem_euclid(n) } else { k.clamp(0.0, n - 1.0) };
-            let centre = self.origin[a] + (k + 0.5) * self.cell[a];
-            // On a periodic axis the position wraps into the cell's own period.
-            let d = x[a] - centre;
-            let d = if self.periodic[a] { d - (d / (n * self.cell[a])).round() * n * self.cell[a] } else { d };
-            c[a] = k as i32;
-            off[a] = d as f32;
         }
         Some((c, off))
     }

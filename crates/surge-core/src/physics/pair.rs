@@ -321,6 +321,16 @@ mod tests {
                 assert_ne!(one.physics_hash(), fifth.physics_hash(), "{what}");
             }
         }
+        // The laminar step limit 0.125 h² / nu takes the walls' nu where it is the larger.
+        let laminar = |factor: f64| {
+            let sets = [format!("physics.viscosity={{kind=\"laminar\", nu=1e-3, boundary_factor={factor}}}")];
+            Case::from_str(text, &sets).unwrap_or_else(|e| panic!("{e}"))
+        };
+        let h = laminar(1.0).h;
+        let dt = 0.125 * h * h / 1e-3;
+        let laminar = |factor: f64| laminar(factor).limit_dt(1.0);
+        assert!((laminar(0.2) - dt).abs() < 1e-12 * dt, "{}", laminar(0.2));
+        assert!((laminar(4.0) - dt / 4.0).abs() < 1e-12 * dt, "{}", laminar(4.0));
         let bad =
             Case::from_str(text, &[r#"physics.viscosity={kind="artificial", alpha=0.1, boundary_factor=-1}"#.into()]);
         let e = bad.err().expect("a negative factor is refused").to_string();
