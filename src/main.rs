@@ -825,11 +825,14 @@ fn cmd_plot(o: &plot::Options) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Progress bar on a terminal; a log line every 10 s otherwise.
+/// Progress bar on a terminal; a log line every 10 s otherwise, with the step's cost since
+/// the line before (a step costs more as a flow develops: the run's average hides it).
 struct Reporter {
     bar: Option<ProgressBar>,
     quiet: bool,
     last_log: f64,
+    /// The step of the last log line (None before the first).
+    last_step: Option<u64>,
 }
 
 impl Reporter {
@@ -840,7 +843,7 @@ impl Reporter {
             b.set_message(format!("t = 0 / {end} s"));
             b
         });
-        Reporter { bar, quiet, last_log: 0.0 }
+        Reporter { bar, quiet, last_log: 0.0, last_step: None }
     }
     fn finish(&self) {
         if let Some(b) = &self.bar {
@@ -851,20 +854,26 @@ impl Reporter {
 
 impl Observer for Reporter {
     fn progress(&mut self, p: &Progress) {
-        let mut line = format!(
+        let line = format!(
             "t = {:.5} / {} s, step {}, dt {:.3e} s, {:.1} steps/s",
             p.time, p.end, p.step, p.dt, p.steps_per_second
         );
-        if p.removed > 0 {
-            line += &format!(", {} fluid particles left the domain", p.removed);
-        }
+        let removed =
+            if p.removed > 0 { format!(", {} fluid particles left the domain", p.removed) } else { String::new() };
         if let Some(b) = &self.bar {
             b.set_position((1000.0 * p.time / p.end) as u64);
-            b.set_message(line);
+            b.set_message(format!("{line}{removed}"));
         } else if !self.quiet && (p.wall - self.last_log >= 10.0 || p.time >= p.end) {
+            // ms/step since the last line (since the start for the first).
+            let lately = match self.last_step {
+                Some(s) if p.step > s => 1e3 * (p.wall - self.last_log) / (p.step - s) as f64,
+                None if p.steps_per_second > 0.0 => 1e3 / p.steps_per_second,
+                _ => f64::NAN,
+            };
             self.last_log = p.wall;
+            self.last_step = Some(p.step);
             let eta = if p.time > 0.0 { p.wall * (p.end - p.time) / p.time } else { f64::NAN };
-            tracing::info!("{line}, ETA {eta:.0} s");
+            tracing::info!("{line}, {lately:.2} ms/step since the last line{removed}, ETA {eta:.0} s");
         }
     }
     fn frame(&mut self, index: u32, time: f64, _files: &[PathBuf]) {
