@@ -128,8 +128,9 @@ enum Command {
         /// it in the legends (else the file name does). Columns without a gauge are left out.
         #[arg(long, value_name = "FILE.csv")]
         reference: Option<PathBuf>,
-        /// Centred moving average over this many seconds, applied to the run and the reference
-        /// alike, e.g. 0.01 for the 10-ms-averaged pressures of SPHERIC Test 2.
+        /// Centred moving average over this many seconds (the time average of the line through
+        /// the samples, so jittered sample times do not move it), applied to the run and the
+        /// reference alike, e.g. 0.01 for the 10-ms-averaged pressures of SPHERIC Test 2.
         #[arg(long, value_name = "SECONDS")]
         average: Option<f64>,
         /// Only these gauges: names separated by commas, a trailing `*` matching a prefix
