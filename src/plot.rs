@@ -138,7 +138,8 @@ fn is_time(name: &str) -> bool {
 /// t ± window/2 of the line through the finite samples (the integral of their piecewise
 /// linear interpolant by the trapezoid rule, divided by the window's length; NaN where there
 /// are none). `time` is sorted. Centred, so a peak keeps its time; at the ends the window is
-/// cut to the data (a window cut to one instant takes the line's value there).
+/// cut to the finite samples' span (a window cut to one instant takes the line's value there;
+/// one wholly outside it is NaN).
 ///
 /// Time-weighted, not the mean of the samples inside: a run samples its gauges at the first
 /// step past each interval, so its sample times jitter, and a mean of samples gains or loses
@@ -176,8 +177,10 @@ pub fn moving_average(time: &[f64], values: &[f64], window: f64) -> Vec<f64> {
             let hi = (c + 0.5 * window).min(last);
             if hi > lo {
                 (at(hi).1 - at(lo).1) / (hi - lo)
+            } else if hi == lo {
+                at(lo).0
             } else {
-                at(lo.min(last)).0
+                f64::NAN // the window holds no finite sample and lies outside them
             }
         })
         .collect()
@@ -529,6 +532,10 @@ mod tests {
         assert!(close(a[2], 2.5), "{}", a[2]);
         assert!(close(a[3], 2.5), "{}", a[3]);
         assert_eq!(a[4], 0.0);
+        // A window wholly past the last finite sample has none.
+        let b = moving_average(&[0.0, 0.001, 0.002, 0.003], &[1.0, 1.0, f64::NAN, f64::NAN], 0.002);
+        assert_eq!(b[..2], [1.0, 1.0]);
+        assert!(b[2] == 1.0 && b[3].is_nan(), "{b:?}");
         // The peak stays where it was.
         let p = peak(&t, &moving_average(&t, &[0.0, 1.0, 4.0, 1.0, 0.0], 0.002), (0.0, 1.0)).unwrap();
         assert_eq!(p.time, 0.002);
