@@ -11,6 +11,7 @@ tolerances (15 %, 0.02 s, 10 %) marked. Standard library only: runs on a GPU hos
 """
 import bisect
 import csv
+import math
 import os
 import sys
 
@@ -36,7 +37,12 @@ def centred_average(t, v, window):
     trapezoid rule's integral over the window cut to the data, over its length): the same as
     `surge plot --average` (src/plot.rs, moving_average). Not the mean of the samples inside,
     which gains or loses a whole sample as a window's end passes one of a run's jittered
-    sample times."""
+    sample times. Non-finite samples are left out; a window wholly outside the finite ones is
+    NaN."""
+    times = t
+    t, v = zip(*[(a, b) for a, b in zip(t, v) if math.isfinite(b)]) if t else ((), ())
+    if not t:
+        return [math.nan] * len(times)
     area = [0.0]
     for k in range(1, len(t)):
         area.append(area[-1] + 0.5 * (v[k] + v[k - 1]) * (t[k] - t[k - 1]))
@@ -52,9 +58,9 @@ def centred_average(t, v, window):
         return y, area[k - 1] + 0.5 * (v[k - 1] + y) * (x - t0)
 
     out = []
-    for ti in t:
+    for ti in times:
         lo, hi = max(ti - window / 2, t[0]), min(ti + window / 2, t[-1])
-        out.append((at(hi)[1] - at(lo)[1]) / (hi - lo) if hi > lo else at(lo)[0])
+        out.append((at(hi)[1] - at(lo)[1]) / (hi - lo) if hi > lo else at(lo)[0] if hi == lo else math.nan)
     return out
 
 
