@@ -40,9 +40,10 @@ def centred_average(t, v, window):
     sample times. Non-finite samples are left out; a window wholly outside the finite ones is
     NaN."""
     times = t
-    t, v = zip(*[(a, b) for a, b in zip(t, v) if math.isfinite(b)]) if t else ((), ())
-    if not t:
+    finite = [(a, b) for a, b in zip(t, v) if math.isfinite(b)]
+    if not finite:
         return [math.nan] * len(times)
+    t, v = zip(*finite)
     area = [0.0]
     for k in range(1, len(t)):
         area.append(area[-1] + 0.5 * (v[k] + v[k - 1]) * (t[k] - t[k - 1]))
