@@ -63,10 +63,10 @@ fn dam_break_2d_on_2_3_4_devices_matches_1_along_x() {
 
 #[test]
 fn dam_break_3d_on_2_and_3_devices_matches_1() {
-    // c0 = 10 sqrt(g H) (the config has the benchmark's 20): dt twice as long, so 90 steps
-    // cross rebuilds (two of them with Verlet's look-ahead of one step).
+    // c0 = 10 sqrt(g H) (the config has the benchmark's 20): dt twice as long, so 60 steps
+    // cross rebuilds.
     let case = case("dam_break_3d.toml", &["dp=0.06", "physics.eos.c0_coef=10"]);
-    compare(&case, &[2, 3], 90);
+    compare(&case, &[2, 3], 60);
 }
 
 /// The layer of each fluid particle's position along the split axis, by id.

@@ -322,9 +322,8 @@ impl Simulation {
     /// `limit`.
     ///
     /// Sequence: rebuild when some particle may have moved half the skin since the last
-    /// rebuild (the last step's largest displacement counted once or twice as a margin for
-    /// this one, [`crate::worker::rebuild_lookahead`]; NaN forces a rebuild, which reports
-    /// the particle); then the stages of
+    /// rebuild (the largest displacement of this step counted twice as a margin for the
+    /// next one; NaN forces a rebuild, which reports the particle); then the stages of
     /// [`plan`]: force passes (edges first, their values to the neighbours while the inner
     /// particles are computed), the time step reduced over the devices from the first
     /// pass, updates; then the step's largest displacement reduced over the devices.
