@@ -609,6 +609,33 @@ fn unwritable_output_directory() {
 // ---------------------------------------------------------------------------------------------
 // Divergence
 
+/// A run whose time step collapses (density diffusion of 0.5 with Verlet, unstable within
+/// 42 steps: tests/removal.rs) stops with the reason and where it went wrong: the fastest
+/// fluid particle, which the instability accelerates step after step, and its nearest
+/// particle, on the error line and in summary.json.
+#[test]
+fn a_collapsed_time_step_names_the_fastest_fluid_particle() {
+    let tmp = TempDir::new("cli-collapse");
+    let config = root().join("configs/dam_break_2d.toml").display().to_string();
+    let sets = ["physics.density_diffusion.delta=0.5", r#"time.scheme="verlet""#, "time.end=0.1"];
+    let mut args = vec!["run", &config, "--quiet", "--out"];
+    let out_dir = tmp.display().to_string();
+    args.push(&out_dir);
+    for s in &sets {
+        args.extend(["--set", s]);
+    }
+    let out = surge(&args);
+    out.assert_code(EXIT_RUN_FAILED);
+    out.assert_no_panic();
+    let line = out.last_error_line();
+    for w in ["time step fell", "the fastest fluid particle is", "m/s, the particle nearest to it", " dp;"] {
+        assert!(line.contains(w), "`{w}` missing from the error\n{}", out.describe());
+    }
+    let s = read_json(&tmp.join("summary.json"));
+    assert_eq!(s["status"], "diverged", "{s:#}");
+    assert!(s["message"].as_str().unwrap().contains("the fastest fluid particle is"), "{s:#}");
+}
+
 #[test]
 fn diverging_run_keeps_frames_and_writes_a_diagnosis_frame() {
     let tmp = TempDir::new("cli-diverge");

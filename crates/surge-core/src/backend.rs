@@ -1,7 +1,7 @@
 //! The execution role: what a worker asks of a device (CPU cores, a GPU). The worker runs
 //! the step plan over this trait and never knows which device it drives.
 
-use crate::buffers::ParticleState;
+use crate::buffers::{Kind, ParticleState};
 use crate::decomp::{Side, SliceMap};
 use crate::gauge::Interpolate;
 use crate::grid::Grid;
@@ -149,6 +149,40 @@ impl Snapshot {
         let mut idx: Vec<usize> = (0..self.len()).collect();
         idx.sort_unstable_by_key(|&i| self.id[i]);
         idx
+    }
+
+    /// Where a run whose time step collapsed ([`Failure::StepCollapsed`]) went wrong, as a
+    /// line for its error message: the fastest fluid particle of this state (the lowest id
+    /// among equals; an instability accelerates its particles step after step as the step
+    /// shrinks) and the particle nearest to it, the distance in units of `dp`. None without
+    /// a finite fluid particle.
+    pub fn collapse_diagnosis(&self, dp: f64) -> Option<String> {
+        let speed = |i: usize| self.vel[i].iter().map(|&v| (v as f64) * (v as f64)).sum::<f64>().sqrt();
+        let fast = (0..self.len())
+            .filter(|&i| self.kind[i] == Kind::Fluid as u8 && speed(i).is_finite())
+            .max_by(|&a, &b| speed(a).total_cmp(&speed(b)).then(self.id[b].cmp(&self.id[a])))?;
+        let x = self.pos[fast];
+        let dist = |j: usize| x.iter().zip(&self.pos[j]).map(|(a, b)| (a - b) * (a - b)).sum::<f64>().sqrt();
+        let near = (0..self.len())
+            .filter(|&j| j != fast)
+            .min_by(|&a, &b| dist(a).total_cmp(&dist(b)).then(self.id[a].cmp(&self.id[b])));
+        let mut line = format!(
+            "the fastest fluid particle is {} at ({:.4}, {:.4}, {:.4}) m, {:.3e} m/s",
+            self.id[fast],
+            x[0],
+            x[1],
+            x[2],
+            speed(fast)
+        );
+        if let Some(j) = near {
+            let kind = match Kind::from_code(self.kind[j] as u32) {
+                Kind::Fluid => "fluid",
+                Kind::Boundary => "boundary",
+                Kind::Buffer => "buffer",
+            };
+            line += &format!(", the particle nearest to it {kind} particle {} at {:.3} dp", self.id[j], dist(j) / dp);
+        }
+        Some(line)
     }
 }
 
@@ -383,4 +417,42 @@ pub trait Backend: Interpolate + Send {
     /// which sorts them and brings the copies, so a restart continues bitwise. Fails when
     /// the state lacks a buffer the case needs or has a cell outside the grid.
     fn import_state(&mut self, state: ParticleState) -> Result<(), String>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The diagnosis of a collapsed step names the fastest fluid particle (not a faster
+    /// boundary or buffer one, not a non-finite one; the lowest id among equals) and the
+    /// particle nearest to it, in units of dp.
+    #[test]
+    fn the_collapse_diagnosis_names_the_fastest_fluid_particle_and_its_nearest() {
+        let (f, b) = (Kind::Fluid as u8, Kind::Boundary as u8);
+        let snap = Snapshot {
+            id: vec![3, 9, 7, 4, 5, 8],
+            kind: vec![f, f, f, b, f, Kind::Buffer as u8],
+            pos: vec![[0.0; 3], [0.5, 0.0, 0.0], [1.0, 2.0, 3.0], [1.0, 2.0, 3.005], [9.0, 9.0, 9.0], [1.0, 2.0, 3.0]],
+            vel: vec![
+                [1.0, 0.0, 0.0],
+                [0.0, 30.0, 40.0],
+                [0.0, -50.0, 0.0],
+                [99.0, 0.0, 0.0],
+                [f32::NAN, 0.0, 0.0],
+                [80.0, 0.0, 0.0],
+            ],
+            rho: vec![1000.0; 6],
+            p: vec![0.0; 6],
+        };
+        // Particles 9 and 7 are equally fast (50 m/s): 7, the lower id; its nearest is the
+        // buffer particle 8 at the same place (0 dp), before boundary particle 4 (0.5 dp).
+        assert_eq!(
+            snap.collapse_diagnosis(0.01).unwrap(),
+            "the fastest fluid particle is 7 at (1.0000, 2.0000, 3.0000) m, 5.000e1 m/s, the particle nearest to \
+             it buffer particle 8 at 0.000 dp"
+        );
+        let mut boundary_only = snap.clone();
+        boundary_only.kind = vec![b; 6];
+        assert_eq!(boundary_only.collapse_diagnosis(0.01), None);
+    }
 }

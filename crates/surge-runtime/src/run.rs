@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
-use surge_core::backend::Snapshot;
+use surge_core::backend::{Failure, Snapshot};
 use surge_core::buffers::{Kind, ParticleState};
 use surge_core::Case;
 use surge_io::{write_summary, DeviceSummary, FrameWriter, GaugeWriter, Summary};
@@ -87,8 +87,9 @@ pub enum RunError {
     Restart(String),
     /// An output file could not be written.
     Io(std::io::Error),
-    /// The physics blew up; the diagnosis frame was written.
-    Diverged(StepError, Vec<PathBuf>),
+    /// The physics blew up; the diagnosis frame was written, and for a collapsed time step
+    /// where this rank's state went wrong ([`Snapshot::collapse_diagnosis`]).
+    Diverged(StepError, Vec<PathBuf>, Option<String>),
     /// The worker thread failed unexpectedly.
     Worker(String),
 }
@@ -98,8 +99,12 @@ impl std::fmt::Display for RunError {
         match self {
             RunError::Restart(m) => write!(f, "cannot restart: {m}"),
             RunError::Io(e) => write!(f, "{e}"),
-            RunError::Diverged(d, files) => {
-                write!(f, "{d}; frames written so far are kept")?;
+            RunError::Diverged(d, files, note) => {
+                write!(f, "{d}")?;
+                if let Some(n) = note {
+                    write!(f, "; {n}")?;
+                }
+                write!(f, "; frames written so far are kept")?;
                 if let Some(p) = files.first() {
                     write!(f, ", the state at failure is in {}", p.display())?;
                 }
@@ -362,8 +367,15 @@ pub fn run(
                         None => Vec::new(),
                     };
                     summary.status = if error.diverged() { Summary::DIVERGED } else { Summary::FAILED }.into();
-                    summary.message = Some(error.to_string());
-                    return Err(RunError::Diverged(error, files));
+                    let note = match (&error.failure, &snap) {
+                        (Failure::StepCollapsed { .. }, Some(snap)) => snap.collapse_diagnosis(case.dp),
+                        _ => None,
+                    };
+                    summary.message = Some(match &note {
+                        Some(n) => format!("{error}; {n}"),
+                        None => error.to_string(),
+                    });
+                    return Err(RunError::Diverged(error, files, note));
                 }
                 Msg::Interrupted { steps, time, wall, bytes_per_particle } => {
                     summary.bytes_per_particle = summary.bytes_per_particle.max(bytes_per_particle as u64);
