@@ -617,14 +617,20 @@ fn unwritable_output_directory() {
 fn a_collapsed_time_step_names_the_fastest_fluid_particle() {
     let tmp = TempDir::new("cli-collapse");
     let config = root().join("configs/dam_break_2d.toml").display().to_string();
-    let sets = ["physics.density_diffusion.delta=0.5", r#"time.scheme="verlet""#, "time.end=0.1"];
-    let mut args = vec!["run", &config, "--quiet", "--out"];
     let out_dir = tmp.display().to_string();
-    args.push(&out_dir);
-    for s in &sets {
-        args.extend(["--set", s]);
-    }
-    let out = surge(&args);
+    let out = surge(&[
+        "run",
+        &config,
+        "--quiet",
+        "--out",
+        &out_dir,
+        "--set",
+        "physics.density_diffusion.delta=0.5",
+        "--set",
+        r#"time.scheme="verlet""#,
+        "--set",
+        "time.end=0.1",
+    ]);
     out.assert_code(EXIT_RUN_FAILED);
     out.assert_no_panic();
     let line = out.last_error_line();

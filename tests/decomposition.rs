@@ -459,7 +459,7 @@ fn device_blocks_between_workers_change_nothing() {
     // Slices of equal width, not of equal work: the water lies in the left part of the tank,
     // so the first device holds most of it and the balancer must move the boundaries (a map
     // balanced by weight left the moves to the timings' noise).
-    let equal = vec![1u64; filled.layer_weights(&layers, &grid).len()];
+    let equal = vec![1u64; grid.layers() as usize];
     let map = surge_core::decomp::SliceMap::balanced(&equal, 3, grid.reach).unwrap();
     let loaders = cpu_loaders(&case, &filled, &layers, &map, 0..3, |b| Box::new(Blocks::new(b, true)));
     let mut many = Simulation::team(case.clone(), map, grid, loaders).unwrap();

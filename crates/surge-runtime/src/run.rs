@@ -371,10 +371,8 @@ pub fn run(
                         (Failure::StepCollapsed { .. }, Some(snap)) => snap.collapse_diagnosis(case.dp),
                         _ => None,
                     };
-                    summary.message = Some(match &note {
-                        Some(n) => format!("{error}; {n}"),
-                        None => error.to_string(),
-                    });
+                    summary.message =
+                        Some(note.as_ref().map_or_else(|| error.to_string(), |n| format!("{error}; {n}")));
                     return Err(RunError::Diverged(error, files, note));
                 }
                 Msg::Interrupted { steps, time, wall, bytes_per_particle } => {
