@@ -22,8 +22,10 @@
 // and a neighbour cell outside the window is skipped. Alone, a device's window is the
 // whole axis.
 //   stats uint[8]: 0 max |a| (float bits), 1 max visc term, 2 max displacement, 3 max speed,
-//                  4 lowest id of a particle that failed (0xffffffff: none), 5 failure code,
-//                  6 fluid particles a rebuild's rekey removed (they left the domain),
+//                  4 lowest id of a particle that failed (0xffffffff: none), 5 of slot 6's
+//                  particles, those removed for their density (domain.density_range),
+//                  6 fluid particles a rebuild's rekey removed (they left the domain or
+//                  their density range),
 //                  7 the most fluid particles in one cell (over 255: the table cannot say)
 #include "physics/vec.cuh"
 #include "physics/kernel.cuh"
@@ -51,7 +53,7 @@ __device__ __forceinline__ Info make_info(unsigned id, unsigned kind) { return m
 #define STAT_DISP 2
 #define STAT_VEL 3
 #define STAT_BAD_ID 4
-#define STAT_BAD_CODE 5
+#define STAT_DENSITY_OUT 5
 #define STAT_REMOVED 6
 #define STAT_CELL_FLUID 7
 
@@ -171,11 +173,12 @@ __device__ void block_max2(float a, float b, unsigned *stats, int ia, int ib) {
 
 // Move the particles first..first+count to the cells that hold them (wrapping periodic
 // axes, on the whole grid); a particle outside the domain or not finite keeps its cell. With
-// `remove`, a fluid particle whose position is finite but outside the domain is marked
-// (pos.w = CELL_REMOVED: the classification and the sort drop it) and counted; any other
-// records its id (the rebuild fails). grid.rekey and surge-cpu's sort::rekey are the twins.
-extern "C" __global__ void rekey_kernel(int first, int count, int remove, float4 *pos, const Info *info,
-                                        unsigned *stats) {
+// `remove`, a fluid particle whose position is finite but outside the domain, or whose
+// relative density lies outside [dlo, dhi] (domain.density_range), is marked (pos.w =
+// CELL_REMOVED: the classification and the sort drop it) and counted; any other records its
+// id (the rebuild fails). grid.rekey and surge-cpu's sort::rekey are the twins.
+extern "C" __global__ void rekey_kernel(int first, int count, int remove, float dlo, float dhi, float4 *pos,
+                                        const float4 *vel, const Info *info, unsigned *stats) {
     int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= count) return;
     int i = first + t;
@@ -213,6 +216,19 @@ extern "C" __global__ void rekey_kernel(int first, int count, int remove, float4
             return;
         }
         cc[a] = (int)ca;
+    }
+    // Case::density_out; vel.w of a fluid particle is its own relative density (MDBC_IN_VEL
+    // puts mDBC values in wall particles' entries only).
+    const float d = vel[i].w;
+    if (info_kind(info[i]) == 0u && (d < dlo || d > dhi)) {
+        if (remove) {
+            pos[i].w = removed_word();
+            atomicAdd(&stats[STAT_REMOVED], 1u);
+            atomicAdd(&stats[STAT_DENSITY_OUT], 1u);
+        } else {
+            atomicMin(&stats[STAT_BAD_ID], info_id(info[i]));
+        }
+        return;
     }
     pos[i] = make_float4(off[0], off[1], off[2], cell_word(cc[0], cc[1], cc[2]));
 }

@@ -2,8 +2,9 @@
 //! an open box (tests/cases/jet_2d.toml) is removed at rebuilds and counted, not fatal.
 //! Checks are exact: fluid particles remaining + removed = the initial fluid (every fluid
 //! particle has the same mass, so this is the mass balance), removal is bitwise the same on
-//! 1, 2 and 3 devices and across a restart, and the two ways to stop say why. A run whose
-//! time step collapses (an instability) stops too, and says so.
+//! 1, 2 and 3 devices and across a restart, and the two ways to stop say why. A fluid
+//! particle whose density leaves `domain.density_range` is taken out the same way. A run
+//! whose time step collapses (an instability) stops too, and says so.
 
 mod common;
 
@@ -116,8 +117,9 @@ fn the_run_stops_when_more_than_the_allowed_share_left() {
 /// symplectic scheme, stable with it, runs on.
 #[test]
 fn a_run_whose_time_step_collapses_stops_and_says_why() {
-    let overrides = ["physics.density_diffusion.delta=0.5", "time.end=0.3"];
-    let unstable = case("dam_break_2d.toml", &[overrides[0], overrides[1], r#"time.scheme="verlet""#]);
+    // The density range off: it would take out the particles running away (the test below).
+    let overrides = ["physics.density_diffusion.delta=0.5", "time.end=0.3", "domain.density_range=[-inf, inf]"];
+    let unstable = case("dam_break_2d.toml", &[overrides[0], overrides[1], overrides[2], r#"time.scheme="verlet""#]);
     let mut s = sim(&unstable, 2);
     let e = loop {
         if let Err(e) = s.step(f64::INFINITY) {
@@ -141,4 +143,71 @@ fn a_run_whose_time_step_collapses_stops_and_says_why() {
         s.step(f64::INFINITY).unwrap_or_else(|e| panic!("symplectic with delta 0.5: {e}"));
         assert!(s.dt() > 0.2 * stable.initial_dt(), "symplectic: dt {} at t = {}", s.dt(), s.time());
     }
+}
+
+/// `domain.density_range` (DualSPHysics' `RhopOut`): a fluid particle whose density leaves
+/// the range is taken out at the next rebuild, as one that left the domain. The 2D dam
+/// break with a range narrower than its column's hydrostatic densities ([0.995, 1.005]
+/// times rho0: the bottom metre of the 2 m column lies above 1.005): each step that
+/// rebuilds removes exactly the fluid particles whose density lay outside the range at the
+/// step's start (a rebuild comes first in a step), every other step none; remaining +
+/// removed = the initial fluid exactly.
+#[test]
+fn a_density_outside_its_range_is_removed_at_the_rebuild_and_counted() {
+    let c = case("dam_break_2d.toml", &["domain.density_range=[0.995, 1.005]", "domain.max_removed=1.0"]);
+    let (b, rho0) = (c.density_bounds(), c.rho0 as f32);
+    let initial = counts(&c).fluid;
+    let mut s = sim(&c, 2);
+    let (mut rebuilds_that_removed, mut steps) = (0, 0);
+    while s.time() < 0.1 {
+        let before = s.snapshot().unwrap();
+        let out = fluid(&before).filter(|&i| Case::density_out(b, before.rho[i] / rho0 - 1.0)).count() as u64;
+        let removed = s.removed();
+        s.step(f64::INFINITY).unwrap_or_else(|e| panic!("{e}"));
+        let now = s.removed() - removed;
+        assert!(now == 0 || now == out, "step {steps}: {now} removed, {out} fluid particles outside the range");
+        rebuilds_that_removed += (now > 0) as u32;
+        steps += 1;
+    }
+    assert!(rebuilds_that_removed >= 2, "{rebuilds_that_removed} rebuilds removed particles in {steps} steps");
+    assert!(s.removed() as f64 > 0.3 * initial as f64, "the bottom half should go: {} removed", s.removed());
+    assert_eq!(fluid_left(&mut s) + s.removed(), initial, "remaining + removed must be the initial fluid exactly");
+    // With the default range [0.7, 1.3] nothing goes in this flow.
+    let mut d = sim(&case("dam_break_2d.toml", &[]), 2);
+    run_to(&mut d, 0.1);
+    assert_eq!(d.removed(), 0);
+}
+
+/// Removal for density is bitwise the same on 1, 2 and 3 devices (the rekey of each owned
+/// particle decides alone, at rebuilds that every device makes at the same step), and with
+/// `on_exit = "stop"` the run names the particle and the range.
+#[test]
+fn removal_for_density_is_bitwise_across_devices_and_stop_names_it() {
+    let range = "domain.density_range=[0.995, 1.005]";
+    for split in ["x", "y"] {
+        let c = case(
+            "dam_break_2d.toml",
+            &[range, "domain.max_removed=1.0", "time.end=0.06", &format!("decomposition.split_axis=\"{split}\"")],
+        );
+        let mut one = sim_devices(&c, 1);
+        run_to(&mut one, c.end_time);
+        let reference = one.snapshot().unwrap();
+        assert!(one.removed() > 0);
+        for n in [2, 3] {
+            let mut many = sim_devices(&c, n);
+            run_to(&mut many, c.end_time);
+            assert_eq!(many.removed(), one.removed(), "{n} devices split along {split}: removed count");
+            assert_same_particles(&many.snapshot().unwrap(), &reference, &format!("{n} devices along {split}"));
+        }
+    }
+    let c = case("dam_break_2d.toml", &[range, r#"domain.on_exit="stop""#]);
+    let mut s = sim(&c, 2);
+    let e = loop {
+        if let Err(e) = s.step(f64::INFINITY) {
+            break e;
+        }
+        assert!(s.time() < 0.1, "a density should leave the range");
+    };
+    assert!(matches!(e.failure, Failure::Particle(_)), "{e}");
+    assert!(e.to_string().contains("density outside domain.density_range"), "{e}");
 }

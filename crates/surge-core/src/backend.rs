@@ -39,6 +39,10 @@ pub struct BadParticle {
     pub reason: &'static str,
 }
 
+/// [`BadParticle::reason`] of a fluid particle whose density left `domain.density_range`
+/// with `domain.on_exit = "stop"`.
+pub const DENSITY_OUT: &str = "has a density outside domain.density_range";
+
 /// Why a stage failed.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Failure {
@@ -154,9 +158,10 @@ impl Snapshot {
     /// Where a run whose time step collapsed ([`Failure::StepCollapsed`]) went wrong, as a
     /// line for its error message: the fastest fluid particle of this state (the lowest id
     /// among equals; an instability accelerates its particles step after step as the step
-    /// shrinks) and the particle nearest to it, the distance in units of `dp`. None without
-    /// a finite fluid particle.
-    pub fn collapse_diagnosis(&self, dp: f64) -> Option<String> {
+    /// shrinks), its density, the particle nearest to it, the distance in units of `dp`, and
+    /// the fluid particle whose density lies farthest from `rho0` (a density running away
+    /// raises its pressure as rho^gamma). None without a finite fluid particle.
+    pub fn collapse_diagnosis(&self, dp: f64, rho0: f64) -> Option<String> {
         let speed = |i: usize| self.vel[i].iter().map(|&v| (v as f64) * (v as f64)).sum::<f64>().sqrt();
         let fast = (0..self.len())
             .filter(|&i| self.kind[i] == Kind::Fluid as u8 && speed(i).is_finite())
@@ -167,12 +172,13 @@ impl Snapshot {
             .filter(|&j| j != fast)
             .min_by(|&a, &b| dist(a).total_cmp(&dist(b)).then(self.id[a].cmp(&self.id[b])));
         let mut line = format!(
-            "the fastest fluid particle is {} at ({:.4}, {:.4}, {:.4}) m, {:.3e} m/s",
+            "the fastest fluid particle is {} at ({:.4}, {:.4}, {:.4}) m, {:.3e} m/s, density {:.1} kg/m^3",
             self.id[fast],
             x[0],
             x[1],
             x[2],
-            speed(fast)
+            speed(fast),
+            self.rho[fast]
         );
         if let Some(j) = near {
             let kind = match Kind::from_code(self.kind[j] as u32) {
@@ -181,6 +187,17 @@ impl Snapshot {
                 Kind::Buffer => "buffer",
             };
             line += &format!(", the particle nearest to it {kind} particle {} at {:.3} dp", self.id[j], dist(j) / dp);
+        }
+        let off = |i: usize| (self.rho[i] as f64 - rho0).abs();
+        let far = (0..self.len())
+            .filter(|&i| self.kind[i] == Kind::Fluid as u8 && off(i).is_finite())
+            .max_by(|&a, &b| off(a).total_cmp(&off(b)).then(self.id[b].cmp(&self.id[a])));
+        if let Some(i) = far.filter(|&i| i != fast) {
+            let y = self.pos[i];
+            line += &format!(
+                "; the fluid density farthest from rho0 is particle {}'s, {:.1} kg/m^3 at ({:.4}, {:.4}, {:.4}) m",
+                self.id[i], self.rho[i], y[0], y[1], y[2]
+            );
         }
         Some(line)
     }
@@ -255,8 +272,16 @@ pub trait Backend: Interpolate + Send {
     /// Number of particles owned (copies not counted).
     fn len(&self) -> usize;
     /// Fluid particles this device has dropped since it was made, because they left the
-    /// domain ([`Backend::rebuild_begin`] with `rekey`).
+    /// domain or their density range ([`Backend::rebuild_begin`] with `rekey`).
     fn removed(&self) -> u64;
+    /// Of [`Backend::removed`], the fluid particles taken out for a density outside
+    /// `domain.density_range`.
+    fn removed_for_density(&self) -> u64;
+    /// From now on the re-keys of rebuilds take out the fluid particles whose density lies
+    /// outside `domain.density_range`. Not before: the load's sort keeps the initial state
+    /// whole, so a range that excludes part of it shows as removals at the run's first
+    /// rebuild, counted and logged, not as particles lost at the start.
+    fn arm_density_range(&mut self);
     /// Open boundaries (issue 15): the particles the inlets made and those that flowed out
     /// (through an outlet, or back into an inlet), since this device was made.
     fn open_counts(&self) -> [u64; 2];
@@ -441,18 +466,28 @@ mod tests {
                 [f32::NAN, 0.0, 0.0],
                 [80.0, 0.0, 0.0],
             ],
-            rho: vec![1000.0; 6],
+            rho: vec![1000.0, 1010.0, 1001.0, 2000.0, 1100.0, 3000.0],
             p: vec![0.0; 6],
         };
         // Particles 9 and 7 are equally fast (50 m/s): 7, the lower id; its nearest is the
         // buffer particle 8 at the same place (0 dp), before boundary particle 4 (0.5 dp).
+        // The fluid density farthest from rho0 is 5's (100 kg/m^3 off; boundary particle 4's
+        // and buffer particle 8's do not count).
         assert_eq!(
-            snap.collapse_diagnosis(0.01).unwrap(),
-            "the fastest fluid particle is 7 at (1.0000, 2.0000, 3.0000) m, 5.000e1 m/s, the particle nearest to \
-             it buffer particle 8 at 0.000 dp"
+            snap.collapse_diagnosis(0.01, 1000.0).unwrap(),
+            "the fastest fluid particle is 7 at (1.0000, 2.0000, 3.0000) m, 5.000e1 m/s, density 1001.0 kg/m^3, the \
+             particle nearest to it buffer particle 8 at 0.000 dp; the fluid density farthest from rho0 is particle \
+             5's, 1100.0 kg/m^3 at (9.0000, 9.0000, 9.0000) m"
         );
+        // Where the fastest particle's density is the farthest, it is not named twice.
+        let mut one = snap.clone();
+        one.rho[2] = 1500.0;
+        assert!(one
+            .collapse_diagnosis(0.01, 1000.0)
+            .unwrap()
+            .ends_with("density 1500.0 kg/m^3, the particle nearest to it buffer particle 8 at 0.000 dp"));
         let mut boundary_only = snap.clone();
         boundary_only.kind = vec![b; 6];
-        assert_eq!(boundary_only.collapse_diagnosis(0.01), None);
+        assert_eq!(boundary_only.collapse_diagnosis(0.01, 1000.0), None);
     }
 }

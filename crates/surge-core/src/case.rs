@@ -345,6 +345,9 @@ pub struct Case {
     pub on_exit: OnExit,
     /// The share of the initial fluid that may leave before the run stops.
     pub max_removed: f64,
+    /// The densities a fluid particle may have, as multiples of `rho0`; one outside is taken
+    /// out at the next rebuild as if it had left the domain (`domain.density_range`).
+    pub density_range: [f64; 2],
     /// The axis cut into slices between devices.
     pub split: usize,
     /// Load balancing between devices.
@@ -901,6 +904,10 @@ impl Checker<'_> {
 }
 
 const AXES: [&str; 3] = ["x", "y", "z"];
+
+/// `domain.density_range`'s default, multiples of rho0: DualSPHysics' `RhopOutMin` and
+/// `RhopOutMax` (700 and 1300 kg/m^3 for water).
+pub const DENSITY_RANGE: [f64; 2] = [0.7, 1.3];
 
 /// Lattice points of one shape's bounding box above which the case is refused: 4e10
 /// particles would need about 3 TB of host memory to build.
@@ -1532,6 +1539,19 @@ impl Case {
         if !(0.0..=1.0).contains(&max_removed) {
             return Err(c.err("domain.max_removed", format!("expected a share between 0 and 1, found {max_removed}")));
         }
+        let density_range = match f.domain.as_ref().and_then(|d| d.density_range.as_deref()) {
+            None => DENSITY_RANGE,
+            Some(&[lo, hi]) if lo < 1.0 && hi > 1.0 => [lo, hi],
+            Some(v) => {
+                return Err(c.err(
+                    "domain.density_range",
+                    format!(
+                        "expected [min, max] as multiples of physics.rho0 with min < 1 < max (default [0.7, \
+                         1.3]; [-inf, inf] turns it off), found {v:?}"
+                    ),
+                ))
+            }
+        };
         let domain = match corners {
             Some((d, min, max)) => {
                 let b = Aabb { min: c.vec("domain.min", min, dim)?, max: c.vec("domain.max", max, dim)? };
@@ -1833,6 +1853,7 @@ impl Case {
             checkpoint_keep: f.checkpoint.keep,
             on_exit,
             max_removed,
+            density_range,
             split,
             balance: Balance { enabled: dc.balance, every: dc.balance_every, threshold: dc.balance_threshold },
             traversal: f.gpu.traversal,
@@ -1968,6 +1989,7 @@ impl Case {
             checkpoint_keep: _,
             on_exit: _,
             max_removed: _,
+            density_range: _,
             split: _,
             balance: _,
             traversal: _,
@@ -2095,6 +2117,19 @@ impl Case {
     /// True when the domain can be cut into slices: the split axis is not periodic.
     pub fn divisible(&self) -> bool {
         !self.periodic[self.split]
+    }
+
+    /// `density_range` as bounds on the stored relative density `rho/rho0 - 1` (float32, as
+    /// both backends compare it): a fluid particle with `d < lo` or `d > hi` is taken out.
+    pub fn density_bounds(&self) -> [f32; 2] {
+        self.density_range.map(|m| (m - 1.0) as f32)
+    }
+
+    /// True when relative density `d` lies outside [`Case::density_bounds`] `b` (a NaN does
+    /// not: a non-finite state fails the run at the update).
+    #[inline(always)]
+    pub fn density_out(b: [f32; 2], d: f32) -> bool {
+        d < b[0] || d > b[1]
     }
 
     /// The time step at rest, before any force: what `surge check` prints as the first dt.

@@ -253,6 +253,13 @@ pub struct DomainSpec {
     /// fluid has left; default 0.05.
     #[serde(default = "default_max_removed")]
     pub max_removed: f64,
+    /// A fluid particle whose density leaves `[min, max]` times `physics.rho0` is taken out
+    /// as one that left the domain (removed and counted, or the run stops, by `on_exit`):
+    /// DualSPHysics' `RhopOut`, default [0.7, 1.3] (its 700 and 1300 kg/m^3 for water). A
+    /// density that far from rho0 is a particle running away (squeezed into a wall, or
+    /// pulled apart), whose pressure, growing as rho^gamma, would collapse the time step.
+    /// `[-inf, inf]` turns it off.
+    pub density_range: Option<Vec<f64>>,
 }
 
 fn default_max_removed() -> f64 {

@@ -67,8 +67,13 @@ pub struct CpuBackend {
     moves: Vec<SolidMove>,
     /// Largest values of the force pass so far.
     pass: ForceStats,
-    /// Fluid particles dropped since the start because they left the domain.
+    /// Fluid particles dropped since the start because they left the domain or their
+    /// density range.
     removed: u64,
+    /// Of `removed`, those dropped for their density (`domain.density_range`).
+    removed_for_density: u64,
+    /// The re-key's density bounds: open until [`Backend::arm_density_range`].
+    density_bounds: [f32; 2],
     /// Open boundaries (issue 15): particles the outlets (and backflow at inlets) removed,
     /// and particles the inlets made, since the start.
     outflow: u64,
@@ -129,6 +134,8 @@ impl CpuBackend {
             moves: Vec::new(),
             pass: ForceStats::default(),
             removed: 0,
+            removed_for_density: 0,
+            density_bounds: [f32::NEG_INFINITY, f32::INFINITY],
             outflow: 0,
             spawned: 0,
             time: 0.0,
@@ -229,6 +236,14 @@ impl Backend for CpuBackend {
         self.removed
     }
 
+    fn removed_for_density(&self) -> u64 {
+        self.removed_for_density
+    }
+
+    fn arm_density_range(&mut self) {
+        self.density_bounds = self.case.density_bounds();
+    }
+
     fn open_counts(&self) -> [u64; 2] {
         [self.spawned, self.outflow]
     }
@@ -273,12 +288,17 @@ impl Backend for CpuBackend {
         }
         if rekey {
             let remove = self.case.on_exit == OnExit::Remove;
+            let density = self.density_bounds;
             let CpuBackend { whole, a, pool, .. } = self;
-            let mut left = Vec::new();
+            let (mut left, mut dense) = (Vec::new(), 0);
             for r in [own.clone(), spawned.clone()] {
                 let gone = &leaving;
-                left.extend(pool.install(|| sort::rekey(whole, a, r, remove, gone)).map_err(Failure::Particle)?);
+                let (l, d) =
+                    pool.install(|| sort::rekey(whole, a, r, remove, density, gone)).map_err(Failure::Particle)?;
+                left.extend(l);
+                dense += d;
             }
+            self.removed_for_density += dense;
             self.removed += left.len() as u64;
             leaving.extend(left);
             leaving.sort_unstable();

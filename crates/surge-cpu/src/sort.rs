@@ -4,56 +4,69 @@
 
 use rayon::prelude::*;
 use std::ops::Range;
-use surge_core::backend::BadParticle;
+use surge_core::backend::{BadParticle, DENSITY_OUT};
 use surge_core::buffers::{Kind, ParticleArrays};
 use surge_core::grid::Grid;
+use surge_core::Case;
 
 /// Move the particles `range` to the cells that hold them. A fluid particle that left the
 /// domain keeps its cell and, when `remove`, is listed (indices, ascending) for the caller
-/// to drop. Fails with the lowest-id particle that left the domain and is not removed (a
-/// boundary particle, or `remove` off), or is not finite. The particles `gone` lists
+/// to drop; so is one whose relative density lies outside `density`
+/// ([`Case::density_bounds`]), counted apart in the second value. Fails with the lowest-id
+/// particle that left the domain or its density range and is not removed (a boundary
+/// particle, or `remove` off), or is not finite. The particles `gone` lists
 /// (indices, ascending: those the open boundaries removed) are neither listed nor failed.
 pub(crate) fn rekey(
     grid: &Grid,
     a: &mut ParticleArrays,
     range: Range<usize>,
     remove: bool,
+    density: [f32; 2],
     gone: &[u32],
-) -> Result<Vec<u32>, BadParticle> {
+) -> Result<(Vec<u32>, u64), BadParticle> {
     let first = range.start;
-    let left: Vec<u32> =
-        (a.cell[range.clone()].par_iter_mut(), a.pos[range.clone()].par_iter_mut(), a.info[range].par_iter())
-            .into_par_iter()
-            .enumerate()
-            .filter_map(|(k, (cell, pos, _))| match grid.rekey(*cell, *pos) {
-                Some((c, o)) => {
-                    *cell = c;
-                    *pos = o;
-                    None
-                }
-                None => Some((first + k) as u32),
-            })
-            .collect();
-    let mut bad: Option<(u32, [f64; 3], bool)> = None;
+    let fluid = Kind::Fluid as u32;
+    // Each particle that goes: its index, and whether for its density alone.
+    let left: Vec<(u32, bool)> = (
+        a.cell[range.clone()].par_iter_mut(),
+        a.pos[range.clone()].par_iter_mut(),
+        a.info[range.clone()].par_iter(),
+        a.vel[range].par_iter(),
+    )
+        .into_par_iter()
+        .enumerate()
+        .filter_map(|(k, (cell, pos, info, vel))| match grid.rekey(*cell, *pos) {
+            Some((c, o)) => {
+                *cell = c;
+                *pos = o;
+                (info[1] == fluid && Case::density_out(density, vel[3])).then_some(((first + k) as u32, true))
+            }
+            None => Some(((first + k) as u32, false)),
+        })
+        .collect();
+    let mut bad: Option<(u32, [f64; 3], &'static str)> = None;
     let mut removed = Vec::new();
-    for &i in left.iter().filter(|i| gone.binary_search(i).is_err()) {
+    let mut for_density = 0;
+    for &(i, dense) in left.iter().filter(|(i, _)| gone.binary_search(i).is_err()) {
         let i = i as usize;
         let pos = grid.absolute(a.cell[i], a.pos[i]);
         let finite = pos.iter().all(|x| x.is_finite());
-        if remove && finite && a.info[i][1] == Kind::Fluid as u32 {
+        if remove && finite && a.info[i][1] == fluid {
             removed.push(i as u32);
+            for_density += dense as u64;
         } else if bad.is_none_or(|(id, _, _)| a.info[i][0] < id) {
-            bad = Some((a.info[i][0], pos, finite));
+            let reason = match (finite, dense) {
+                (false, _) => "has a non-finite position",
+                (true, false) => "left the domain",
+                (true, true) => DENSITY_OUT,
+            };
+            bad = Some((a.info[i][0], pos, reason));
         }
     }
-    if let Some((id, pos, finite)) = bad {
-        return Err(BadParticle {
-            id,
-            pos,
-            reason: if finite { "left the domain" } else { "has a non-finite position" },
-        });
+    if let Some((id, pos, reason)) = bad {
+        return Err(BadParticle { id, pos, reason });
     }
-    Ok(removed)
+    Ok((removed, for_density))
 }
 
 /// Key every particle by its stored cell in `grid`'s window (`2 * linear + kind`), sort by

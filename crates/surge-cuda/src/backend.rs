@@ -15,10 +15,10 @@ use cudarc::driver::{
 use std::ops::Range;
 use std::sync::Arc;
 use surge_core::backend::{
-    Backend, BadParticle, DeviceBlock, Failure, ForceStats, Link, Part, Snapshot, Update, UpdateStats,
+    Backend, BadParticle, DeviceBlock, Failure, ForceStats, Link, Part, Snapshot, Update, UpdateStats, DENSITY_OUT,
 };
 use surge_core::bodies::{BodyLoad, LOAD_LEN};
-use surge_core::buffers::{self, BufferId, BufferSet, ParticleState};
+use surge_core::buffers::{self, BufferId, BufferSet, Kind, ParticleState};
 use surge_core::case::{Case, Gauge};
 use surge_core::config::OnExit;
 use surge_core::decomp::{Side, SliceMap};
@@ -126,6 +126,8 @@ const STATS_INIT: [u32; 8] = [0, 0, 0, 0, u32::MAX, 0, 0, 0];
 const STAT_BAD_ID: usize = 4;
 /// Index of the count of particles a rekey removed (STAT_REMOVED in step.cu).
 const STAT_REMOVED: usize = 6;
+/// Index of the count of those removed for their density (STAT_DENSITY_OUT in step.cu).
+const STAT_DENSITY_OUT: usize = 5;
 /// Index of the most fluid particles of one cell past 255, 0 when none (STAT_CELL_FLUID).
 const STAT_CELL_FLUID: usize = 7;
 
@@ -278,8 +280,13 @@ struct ScanLevel {
 pub struct CudaBackend {
     /// The case.
     case: Arc<Case>,
-    /// Fluid particles dropped since the start because they left the domain.
+    /// Fluid particles dropped since the start because they left the domain or their
+    /// density range.
     removed: u64,
+    /// Of `removed`, those dropped for their density (`domain.density_range`).
+    removed_for_density: u64,
+    /// The re-key's density bounds: open until [`Backend::arm_density_range`].
+    density_bounds: [f32; 2],
     /// Open boundaries: particles the inlets made and those that flowed out, since the start.
     spawned: u64,
     outflow: u64,
@@ -977,6 +984,8 @@ impl CudaBackend {
             perm: zeros(cap, "permutation")?,
             dropping: None,
             removed: 0,
+            removed_for_density: 0,
+            density_bounds: [f32::NEG_INFINITY, f32::INFINITY],
             spawned: 0,
             outflow: 0,
             time: 0.0,
@@ -1143,10 +1152,15 @@ impl CudaBackend {
         self.snapshot_range(0..self.n, &mut snap)?;
         let i = snap.id.iter().position(|&x| x == id).ok_or_else(|| format!("failed particle {id} not found"))?;
         let pos = snap.pos[i];
-        let reason = reason.unwrap_or(if pos.iter().all(|x| x.is_finite()) {
-            "left the domain"
-        } else {
-            "has a non-finite position"
+        let finite = pos.iter().all(|x| x.is_finite());
+        // A fluid particle whose density lies outside its range failed for that (the rekey
+        // tests it on the stored relative density; this one is recomputed from the density).
+        let d = snap.rho[i] / self.case.rho0 as f32 - 1.0;
+        let dense = snap.kind[i] == Kind::Fluid as u8 && Case::density_out(self.density_bounds, d);
+        let reason = reason.unwrap_or(match (finite, dense) {
+            (false, _) => "has a non-finite position",
+            (true, false) => "left the domain",
+            (true, true) => DENSITY_OUT,
         });
         Ok(BadParticle { id, pos, reason })
     }
@@ -1376,9 +1390,10 @@ impl CudaBackend {
             self.reset_stats()?;
             {
                 let remove = (self.case.on_exit == OnExit::Remove) as i32;
+                let [dlo, dhi] = self.density_bounds;
                 let mut b = self.stream.launch_builder(&self.k.rekey);
-                b.arg(&first).arg(&count).arg(&remove);
-                b.arg(&mut self.pos).arg(&self.info).arg(&mut self.stats);
+                b.arg(&first).arg(&count).arg(&remove).arg(&dlo).arg(&dhi);
+                b.arg(&mut self.pos).arg(&self.vel).arg(&self.info).arg(&mut self.stats);
                 // SAFETY: argument types match rekey_kernel; first + count <= n.
                 unsafe { b.launch(cfg(own.len())) }.map_err(|e| fail("rekey_kernel", e))?;
             }
@@ -1388,6 +1403,7 @@ impl CudaBackend {
             }
             removed += s[STAT_REMOVED] as usize;
             self.removed += s[STAT_REMOVED] as u64;
+            self.removed_for_density += s[STAT_DENSITY_OUT] as u64;
         }
         // A device alone keeps every particle where it is (its window is the whole grid) but
         // those removed, which the sort drops.
@@ -2300,6 +2316,14 @@ impl Backend for CudaBackend {
 
     fn removed(&self) -> u64 {
         self.removed
+    }
+
+    fn removed_for_density(&self) -> u64 {
+        self.removed_for_density
+    }
+
+    fn arm_density_range(&mut self) {
+        self.density_bounds = self.case.density_bounds();
     }
 
     fn bytes_per_particle(&self) -> usize {

@@ -368,7 +368,7 @@ pub fn run(
                     };
                     summary.status = if error.diverged() { Summary::DIVERGED } else { Summary::FAILED }.into();
                     let note = match (&error.failure, &snap) {
-                        (Failure::StepCollapsed { .. }, Some(snap)) => snap.collapse_diagnosis(case.dp),
+                        (Failure::StepCollapsed { .. }, Some(snap)) => snap.collapse_diagnosis(case.dp, case.rho0),
                         _ => None,
                     };
                     summary.message =

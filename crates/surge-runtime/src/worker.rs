@@ -101,6 +101,10 @@ pub(crate) struct Worker {
     /// [`Backend::removed`] and [`Backend::open_counts`] as last added into the clock's
     /// counts.
     counted: [u64; 3],
+    /// [`Backend::removed_for_density`] as last logged.
+    dense_logged: u64,
+    /// Whether the backend's re-keys test the density range yet (from the first step).
+    density_armed: bool,
     /// The step's reductions' values, reused: no allocation per step.
     reduced: Vec<f64>,
     pub times: DeviceTimes,
@@ -161,6 +165,8 @@ impl Worker {
             frames,
             fluid: surge_core::geometry::counts(case).fluid,
             counted,
+            dense_logged: backend.removed_for_density(),
+            density_armed: false,
             reduced: Vec::new(),
             backend,
             ex,
@@ -535,6 +541,10 @@ impl Worker {
     /// One step of the plan, dt shortened so the time does not pass `limit` (see
     /// [`crate::Simulation::step`]).
     pub fn step(&mut self, limit: f64) -> Result<(), DeviceError> {
+        if !self.density_armed {
+            self.backend.arm_density_range();
+            self.density_armed = true;
+        }
         let c = StepState { bodies: Vec::new(), ..self.clock };
         // Twice the last step's displacement as the margin: once (with Verlet) ran faster,
         // but Test 2 at dp 0.01 went unstable with it (docs/ARCHITECTURE.md, "Grid, keys,
@@ -544,6 +554,18 @@ impl Worker {
             self.rebuild(true)?;
             self.clock.drift = 0.0;
             self.clock.rebuilds += 1;
+            let dense = self.backend.removed_for_density();
+            if dense > self.dense_logged {
+                let [lo, hi] = self.case.density_range;
+                tracing::warn!(
+                    "step {}, t = {:.6} s: {} fluid particle(s) removed for a density outside domain.density_range \
+                     [{lo}, {hi}] rho0 ({dense} so far on this device; counted as removed)",
+                    c.step,
+                    c.time,
+                    dense - self.dense_logged
+                );
+                self.dense_logged = dense;
+            }
         }
         let mut stats = ForceStats::default();
         let mut dt = 0.0;
