@@ -318,6 +318,12 @@ mod blocks {
         fn removed(&self) -> u64 {
             self.cpu.removed()
         }
+        fn removed_for_density(&self) -> u64 {
+            self.cpu.removed_for_density()
+        }
+        fn arm_density_range(&mut self) {
+            self.cpu.arm_density_range()
+        }
         fn open_counts(&self) -> [u64; 2] {
             self.cpu.open_counts()
         }
