@@ -477,6 +477,14 @@ fn cmd_check(
         }
     };
     println!("physics     viscosity {visc}, density diffusion {diff}, {:?} time stepping, {walls} walls", case.scheme);
+    let [lo, hi] = case.density_range;
+    let fate = match case.on_exit {
+        surge_core::config::OnExit::Remove => {
+            format!("removed (the run stops past {} % of the fluid)", 100.0 * case.max_removed)
+        }
+        surge_core::config::OnExit::Stop => "stops the run".to_string(),
+    };
+    println!("removal     fluid leaving the domain or its density range [{lo}, {hi}] rho0: {fate}");
     for m in &case.motions {
         let solid = case.solid_label(m.solid);
         let laws: Vec<&str> = m.laws.iter().map(surge_core::motion::Law::name).collect();
@@ -859,8 +867,7 @@ impl Observer for Reporter {
             "t = {:.5} / {} s, step {}, dt {:.3e} s, {:.1} steps/s",
             p.time, p.end, p.step, p.dt, p.steps_per_second
         );
-        let removed =
-            if p.removed > 0 { format!(", {} fluid particles left the domain", p.removed) } else { String::new() };
+        let removed = if p.removed > 0 { format!(", {} fluid particles removed", p.removed) } else { String::new() };
         if let Some(b) = &self.bar {
             b.set_position((1000.0 * p.time / p.end) as u64);
             b.set_message(format!("{line}{removed}"));

@@ -245,7 +245,7 @@ fn check_every_config() {
         let out = surge(&["check", &config.display().to_string()]);
         out.assert_code(0);
         out.assert_no_panic();
-        for want in ["particles", "first dt"] {
+        for want in ["particles", "first dt", "density range [0.7, 1.3] rho0"] {
             assert!(out.stdout.contains(want), "`{want}` missing from the output\n{}", out.describe());
         }
     }
@@ -483,6 +483,8 @@ fn bad_overrides_fail_clearly() {
         ("dp", &["KEY.PATH=VALUE"]),
         ("dp=small", &["field `dp`", "invalid type"]),
         ("fluid.5.min=[0, 0]", &["fluid.5.min", "index 5"]),
+        ("domain.density_range=[1.1, 1.3]", &["domain.density_range", "min < 1 < max", "[1.1, 1.3]"]),
+        ("domain.density_range=[0.7]", &["domain.density_range", "[min, max]"]),
     ] {
         let out_dir = tmp.join("out");
         for out in [

@@ -50,7 +50,8 @@ pub enum Failure {
     Particle(BadParticle),
     /// The device failed; the message names the kernel or call (e.g. a CUDA error).
     Device(String),
-    /// More of the fluid left the domain than the case allows (`domain.max_removed`).
+    /// More of the fluid left the domain or its density range than the case allows
+    /// (`domain.max_removed`).
     Leaving {
         /// Fluid particles removed so far.
         removed: u64,
@@ -84,8 +85,9 @@ impl std::fmt::Display for Failure {
             Failure::Device(m) => write!(f, "{m}"),
             Failure::Leaving { removed, fluid, share } => write!(
                 f,
-                "{removed} of {fluid} fluid particles ({:.2} %) have left the domain, more than domain.max_removed = \
-                 {share} allows (a domain too small for the flow, or a leak)",
+                "{removed} of {fluid} fluid particles ({:.2} %) have left the domain or domain.density_range, more than \
+                 domain.max_removed = {share} allows (a domain too small for the flow, a leak, or densities running \
+                 away: the log names the rebuilds that took particles out for their density)",
                 100.0 * *removed as f64 / (*fluid).max(1) as f64
             ),
             Failure::StepCollapsed { dt, at_rest } => write!(

@@ -327,7 +327,8 @@ pub fn run(
                     }
                     if removed > summary.removed_particles && root {
                         tracing::info!(
-                            "frame {index} at t = {time:.4} s: {removed} fluid particles have left the domain so far"
+                            "frame {index} at t = {time:.4} s: {removed} fluid particles removed so far (they left the \
+                             domain or domain.density_range)"
                         );
                     }
                     summary.removed_particles = removed;
