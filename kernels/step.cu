@@ -217,18 +217,22 @@ extern "C" __global__ void rekey_kernel(int first, int count, int remove, float 
         }
         cc[a] = (int)ca;
     }
-    // Case::density_out; vel.w of a fluid particle is its own relative density (MDBC_IN_VEL
-    // puts mDBC values in wall particles' entries only).
-    const float d = vel[i].w;
-    if (info_kind(info[i]) == 0u && (d < dlo || d > dhi)) {
-        if (remove) {
-            pos[i].w = removed_word();
-            atomicAdd(&stats[STAT_REMOVED], 1u);
-            atomicAdd(&stats[STAT_DENSITY_OUT], 1u);
-        } else {
-            atomicMin(&stats[STAT_BAD_ID], info_id(info[i]));
+    // Case::density_out, for fluid particles only (no velocity load for the others); vel.w
+    // of a fluid particle is its own relative density (MDBC_IN_VEL puts mDBC values in wall
+    // particles' entries only).
+    const Info info_i = info[i];
+    if (info_kind(info_i) == 0u) {
+        const float d = vel[i].w;
+        if (d < dlo || d > dhi) {
+            if (remove) {
+                pos[i].w = removed_word();
+                atomicAdd(&stats[STAT_REMOVED], 1u);
+                atomicAdd(&stats[STAT_DENSITY_OUT], 1u);
+            } else {
+                atomicMin(&stats[STAT_BAD_ID], info_id(info_i));
+            }
+            return;
         }
-        return;
     }
     pos[i] = make_float4(off[0], off[1], off[2], cell_word(cc[0], cc[1], cc[2]));
 }
@@ -1200,7 +1204,7 @@ extern "C" __global__ void open_rebuild_kernel(int first, int count, int n, int 
     const int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= count) return;
     const int i = first + t;
-    const Info in = info[i];
+    const Info info_i = info[i];
     if (info_kind(in) == 1u) return;
     const float4 p4 = pos[i];
     const int4 c = cell_coords(p4.w);
@@ -1208,7 +1212,7 @@ extern "C" __global__ void open_rebuild_kernel(int first, int count, int n, int 
     open_absolute(table, c, p4, x);
     // 0 keep, 1 to fluid, 2 to buffer, 3 remove, 4 spawn.
     int act = 0, zk = -1;
-    if (info_kind(in) == 0u) {
+    if (info_kind(info_i) == 0u) {
         for (int k = 0; k < nz && act == 0; ++k) {
             const double *z = table + OPEN_HEAD + OPEN_ZONE * k;
             if (!open_across(z, x)) continue;

@@ -475,7 +475,6 @@ fn device_blocks_between_workers_change_nothing() {
     assert!(one.rebuilds() > 1, "the run must cross rebuilds: {} rebuilds", one.rebuilds());
     assert!(BLOCKS_TAKEN.load(std::sync::atomic::Ordering::Relaxed) > 400, "device blocks were exchanged");
     let moves: u64 = many.reports().iter().map(|r| r.moves).sum();
-    println!("the load balancer moved {moves} boundaries");
     assert!(moves >= 2, "the load balancer moved {moves} boundaries");
     assert_same_particles(&one.snapshot().unwrap(), &many.snapshot().unwrap(), "device blocks on 3 devices");
 }

@@ -183,11 +183,7 @@ impl Snapshot {
             self.rho[fast]
         );
         if let Some(j) = near {
-            let kind = match Kind::from_code(self.kind[j] as u32) {
-                Kind::Fluid => "fluid",
-                Kind::Boundary => "boundary",
-                Kind::Buffer => "buffer",
-            };
+            let kind = Kind::from_code(self.kind[j] as u32).name();
             line += &format!(", the particle nearest to it {kind} particle {} at {:.3} dp", self.id[j], dist(j) / dp);
         }
         let off = |i: usize| (self.rho[i] as f64 - rho0).abs();
