@@ -1204,7 +1204,7 @@ extern "C" __global__ void open_rebuild_kernel(int first, int count, int n, int 
     const int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= count) return;
     const int i = first + t;
-    const Info info_i = info[i];
+    const Info in = info[i];
     if (info_kind(in) == 1u) return;
     const float4 p4 = pos[i];
     const int4 c = cell_coords(p4.w);
@@ -1212,7 +1212,7 @@ extern "C" __global__ void open_rebuild_kernel(int first, int count, int n, int 
     open_absolute(table, c, p4, x);
     // 0 keep, 1 to fluid, 2 to buffer, 3 remove, 4 spawn.
     int act = 0, zk = -1;
-    if (info_kind(info_i) == 0u) {
+    if (info_kind(in) == 0u) {
         for (int k = 0; k < nz && act == 0; ++k) {
             const double *z = table + OPEN_HEAD + OPEN_ZONE * k;
             if (!open_across(z, x)) continue;
