@@ -31,10 +31,18 @@ use surge_core::physics::constants::Constants;
 
 mod mdbc;
 
-/// The GPU's skin as a fraction of the kernel support: a rebuild costs less than a force
-/// pass there, so the cells are tighter than on the CPU (fewer candidate neighbours).
+/// The GPU's skin as a fraction of the kernel support in 2D: a rebuild costs less than a
+/// force pass there, so the cells are tighter than on the CPU (fewer candidate neighbours).
 /// `SURGE_CUDA_SKIN` overrides it for tuning.
 pub const CUDA_SKIN_FRACTION: f64 = 0.02;
+
+/// The skin in 3D with dynamic walls. A developed flow rebuilds about every step whatever
+/// the skin (at 2 m/s the drift and the look-ahead pass half a skin of 2 % within two
+/// steps), so the thinnest cells win: the SPHERIC Test 2 benchmark (`dam_break_3d`) at dp
+/// 0.006 on an H100 (docs/PERFORMANCE.md, "A thinner skin"),
+/// 0.02 / 0.01 / 0.005 gave 7.94 / 7.80 / 7.68 ms/step in the middle of the run, and the
+/// whole run to t = 1.5 s took 7.63 ms/step with 0.005 against 7.86 with 0.02.
+pub const CUDA_SKIN_FRACTION_3D: f64 = 0.005;
 
 /// The skin with mDBC walls, whose rebuild also lists and orders the walls' ghost nodes: a
 /// wider skin, fewer rebuilds. SPHERIC Test 2 at dp 0.006 over the developed flow on an H100
@@ -97,14 +105,19 @@ pub(crate) fn row_axis(case: &Case, order: [usize; 3]) -> usize {
     }
 }
 
-/// The skin fraction of `case` on the GPU ([`CUDA_SKIN_FRACTION`], with mDBC walls
-/// [`CUDA_SKIN_FRACTION_MDBC`]; `SURGE_CUDA_SKIN` overrides both).
+/// The skin fraction of `case` on the GPU ([`CUDA_SKIN_FRACTION_MDBC`] with mDBC walls,
+/// else [`CUDA_SKIN_FRACTION_3D`] in 3D and [`CUDA_SKIN_FRACTION`] in 2D; `SURGE_CUDA_SKIN`
+/// overrides them).
 pub(crate) fn skin_fraction(case: &Case) -> f64 {
-    std::env::var("SURGE_CUDA_SKIN")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .filter(|&x: &f64| x > 0.0 && x < 1.0)
-        .unwrap_or(if case.boundary.is_mdbc() { CUDA_SKIN_FRACTION_MDBC } else { CUDA_SKIN_FRACTION })
+    std::env::var("SURGE_CUDA_SKIN").ok().and_then(|s| s.parse().ok()).filter(|&x: &f64| x > 0.0 && x < 1.0).unwrap_or(
+        if case.boundary.is_mdbc() {
+            CUDA_SKIN_FRACTION_MDBC
+        } else if case.dim == 3 {
+            CUDA_SKIN_FRACTION_3D
+        } else {
+            CUDA_SKIN_FRACTION
+        },
+    )
 }
 
 /// Particles a host image holds at a time: the fill's upload and the snapshots go through
