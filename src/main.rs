@@ -562,11 +562,21 @@ fn cmd_check(
         );
     }
     println!(
-        "grid        {:?} cells of {:.6} m, split along {}",
+        "grid        {:?} cells of {:.6} m on cpu, split along {}",
         &grid.n[..case.dim],
         grid.cell[0],
         ["x", "y", "z"][case.split_axis()]
     );
+    // The GPU's own grid: finer cells, a thinner skin (surge_cuda::grid_for).
+    if let Ok(g) = surge_cuda::grid_for(&case) {
+        println!(
+            "            {:?} cells of {:.6} m on a GPU (a skin of {:.1} % of the support, a stencil {} cells wide)",
+            &g.n[..case.dim],
+            g.cell[0],
+            100.0 * g.skin / g.support,
+            2 * g.reach + 1
+        );
+    }
     println!(
         "first dt    {dt0:.4e} s (CFL {}), about {:.0} steps to t = {} s at that dt",
         case.cfl,

@@ -245,9 +245,17 @@ fn check_every_config() {
         let out = surge(&["check", &config.display().to_string()]);
         out.assert_code(0);
         out.assert_no_panic();
-        for want in ["particles", "first dt", "density range [0.7, 1.3] rho0"] {
+        for want in ["particles", "first dt", "density range [0.7, 1.3] rho0", "m on cpu", "m on a GPU (a skin of"] {
             assert!(out.stdout.contains(want), "`{want}` missing from the output\n{}", out.describe());
         }
+    }
+    // The GPU's skin (surge_cuda's defaults): 0.5 % of the support in 3D, 4 % with mDBC
+    // walls, 2 % in 2D.
+    for (config, skin) in [("dam_break_3d", "0.5"), ("spheric_test2", "4.0"), ("dam_break_2d", "2.0")] {
+        let out = surge(&["check", &format!("configs/{config}.toml")]);
+        out.assert_code(0);
+        let want = format!("on a GPU (a skin of {skin} % of the support, a stencil 5 cells wide)");
+        assert!(out.stdout.contains(&want), "`{want}` missing from the output\n{}", out.describe());
     }
 }
 
