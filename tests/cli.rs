@@ -74,6 +74,10 @@ const BROKEN: &[(&str, &[&str])] = &[
     ("wave_height_and_spectrum.toml", &["field `obstacle[0].motion`", "either height and period", "or spectrum"]),
     ("motion_table_missing.toml", &["field `obstacle[0].motion.file`", "cannot read", "no_such_motion.csv"]),
     ("velocity_and_motion.toml", &["field `wall[0].motion`", "either velocity (constant) or motion"]),
+    (
+        "motion_leaves_domain.toml",
+        &["field `obstacle[0].motion`", "carries the solid out of the domain", "at t = 0.3301 s", "along y"],
+    ),
     ("body_density_and_mass.toml", &["field `body[0]`", "density or its mass (one of them)"]),
     ("inlet_too_thin.toml", &["field `inlet[0].layers`", "thinner than the kernel support 2h = 0.03", "at least 3"]),
     ("inlet_without_velocity.toml", &["field `inlet[0].velocity`", "an inlet needs a velocity"]),

@@ -1088,6 +1088,10 @@ impl Checker<'_> {
 
 /// The case file's name of obstacle `k` when the file has `file_obstacles` of them (the
 /// floating bodies' come after).
+/// Times at which a prescribed translation is checked against the domain over a run (and
+/// a table's rows, where its path turns).
+const MOTION_SAMPLES: usize = 4096;
+
 fn obstacle_label(k: usize, file_obstacles: usize) -> String {
     if k < file_obstacles {
         format!("obstacle[{k}]")
@@ -1634,6 +1638,40 @@ impl Case {
                     &z.name,
                     format!("lies within a buffer thickness of {}: keep open boundaries apart", o.name),
                 ));
+            }
+        }
+
+        // A prescribed motion that carries its solid out of the domain would stop the run
+        // when it does ("left the domain"): refuse it now. Translations only (for them the
+        // moved box is exactly the box moved); the path is sampled over the run and at a
+        // table's rows, and held to what the domain check above asks of solids at rest.
+        for m in motions.iter().filter(|m| !m.rotates()) {
+            let (label, bbox) = match m.solid {
+                Solid::Wall(k) => (format!("wall[{k}]"), walls[k].outer(dp)),
+                Solid::Obstacle(k) => (obstacle_label(k, f.obstacle.len()), obstacles[k]),
+            };
+            let mut times: Vec<f64> =
+                (0..=MOTION_SAMPLES).map(|i| end_time * i as f64 / MOTION_SAMPLES as f64).collect();
+            for law in &m.laws {
+                if let Law::Path { t, .. } | Law::Translate { s: crate::motion::Signal::Table { t, .. }, .. } = law {
+                    times.extend(t.iter().copied().filter(|&t| t > 0.0 && t < end_time));
+                }
+            }
+            for &t in &times {
+                let pose = m.pose(t);
+                let (lo, hi) = (pose.apply(bbox.min), pose.apply(bbox.max));
+                let out = (0..dim).find(|&a| !periodic[a] && (lo[a] < domain.min[a] || hi[a] > domain.max[a]));
+                if let Some(a) = out {
+                    return Err(c.err(
+                        format!("{label}.motion"),
+                        format!(
+                            "carries the solid out of the domain: at t = {t:.4} s it spans {:.4} to {:.4} along {}, \
+                             outside the domain {} to {}; make [domain] hold its whole path to time.end = {end_time} \
+                             s, or end the motion inside it (a solid's particles cannot leave the domain)",
+                            lo[a], hi[a], AXES[a], domain.min[a], domain.max[a]
+                        ),
+                    ));
+                }
             }
         }
 
