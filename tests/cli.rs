@@ -666,6 +666,23 @@ fn a_collapsed_time_step_names_the_fastest_fluid_particle() {
     assert!(s["message"].as_str().unwrap().contains("the fastest fluid particle is"), "{s:#}");
 }
 
+/// A turning solid carried out of the domain stops the run (a solid's particle is never
+/// removed), and the error names the solid, not a divergence of the flow.
+#[test]
+fn a_solid_swung_out_of_the_domain_stops_the_run_and_is_named() {
+    let tmp = TempDir::new("cli-swing-out");
+    let config = root().join("tests/cases/swing_out_2d.toml");
+    let out = surge(&["run", &config.display().to_string(), "--quiet", "--out", &tmp.display().to_string()]);
+    out.assert_code(EXIT_RUN_FAILED);
+    out.assert_no_panic();
+    let line = out.last_error_line();
+    for w in ["the run stopped at step", "left the domain: a particle of obstacle[0]", "make [domain] hold"] {
+        assert!(line.contains(w), "`{w}` missing from the error\n{}", out.describe());
+    }
+    let s = read_json(&tmp.join("summary.json"));
+    assert!(s["message"].as_str().unwrap().contains("a particle of obstacle[0]"), "{s:#}");
+}
+
 #[test]
 fn diverging_run_keeps_frames_and_writes_a_diagnosis_frame() {
     let tmp = TempDir::new("cli-diverge");

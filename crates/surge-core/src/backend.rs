@@ -36,8 +36,12 @@ pub struct BadParticle {
     /// Absolute position (may be non-finite).
     pub pos: [f64; 3],
     /// What is wrong.
-    pub reason: &'static str,
+    pub reason: String,
 }
+
+/// [`BadParticle::reason`] of a particle outside the domain (with `domain.on_exit = "stop"`,
+/// or a solid's particle, which is never removed).
+pub const LEFT_DOMAIN: &str = "left the domain";
 
 /// [`BadParticle::reason`] of a fluid particle whose density left `domain.density_range`
 /// with `domain.on_exit = "stop"`.

@@ -4,7 +4,7 @@
 
 use rayon::prelude::*;
 use std::ops::Range;
-use surge_core::backend::{BadParticle, DENSITY_OUT};
+use surge_core::backend::{BadParticle, DENSITY_OUT, LEFT_DOMAIN};
 use surge_core::buffers::{Kind, ParticleArrays};
 use surge_core::grid::Grid;
 use surge_core::Case;
@@ -57,14 +57,14 @@ pub(crate) fn rekey(
         } else if bad.is_none_or(|(id, _, _)| a.info[i][0] < id) {
             let reason = match (finite, dense) {
                 (false, _) => "has a non-finite position",
-                (true, false) => "left the domain",
+                (true, false) => LEFT_DOMAIN,
                 (true, true) => DENSITY_OUT,
             };
             bad = Some((a.info[i][0], pos, reason));
         }
     }
     if let Some((id, pos, reason)) = bad {
-        return Err(BadParticle { id, pos, reason });
+        return Err(BadParticle { id, pos, reason: reason.to_string() });
     }
     Ok((removed, for_density))
 }

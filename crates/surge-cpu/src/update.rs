@@ -178,7 +178,7 @@ pub(crate) fn update(
             Err(BadParticle {
                 id,
                 pos: grid.absolute(a.cell[i], a.pos[i]),
-                reason: "has a non-finite velocity, position or density",
+                reason: "has a non-finite velocity, position or density".to_string(),
             })
         }
     }

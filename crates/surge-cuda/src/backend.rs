@@ -16,6 +16,7 @@ use std::ops::Range;
 use std::sync::Arc;
 use surge_core::backend::{
     Backend, BadParticle, DeviceBlock, Failure, ForceStats, Link, Part, Snapshot, Update, UpdateStats, DENSITY_OUT,
+    LEFT_DOMAIN,
 };
 use surge_core::bodies::{BodyLoad, LOAD_LEN};
 use surge_core::buffers::{self, BufferId, BufferSet, Kind, ParticleState};
@@ -1172,10 +1173,10 @@ impl CudaBackend {
         let dense = snap.kind[i] == Kind::Fluid as u8 && Case::density_out(self.density_bounds, d);
         let reason = reason.unwrap_or(match (finite, dense) {
             (false, _) => "has a non-finite position",
-            (true, false) => "left the domain",
+            (true, false) => LEFT_DOMAIN,
             (true, true) => DENSITY_OUT,
         });
-        Ok(BadParticle { id, pos, reason })
+        Ok(BadParticle { id, pos, reason: reason.to_string() })
     }
 
     /// First particle of each of the six layers `ls[k]` of the window, from the cell table,

@@ -7,9 +7,10 @@ use crate::team::{Loader, Team};
 use crate::worker::{DeviceError, DeviceReport, DeviceTimes, Worker};
 use std::fmt;
 use std::sync::Arc;
-use surge_core::backend::{Backend, Failure, Snapshot};
+use surge_core::backend::{Backend, Failure, Snapshot, LEFT_DOMAIN};
 use surge_core::bodies::{BodyFrame, BodyState};
 use surge_core::buffers::ParticleState;
+use surge_core::case::Solid;
 use surge_core::decomp::SliceMap;
 use surge_core::gauge;
 use surge_core::grid::Grid;
@@ -38,7 +39,10 @@ impl StepError {
 
 impl fmt::Display for StepError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let what = match self.failure {
+        let what = match &self.failure {
+            // A solid carried out of the domain by its motion (Simulation::error) is no
+            // divergence of the flow.
+            Failure::Particle(p) if p.reason.contains(CARRIED) => "the run stopped",
             Failure::Particle(_) | Failure::StepCollapsed { .. } => "the run diverged",
             Failure::Leaving { .. } => "the run stopped",
             Failure::Device(_) => "the device failed",
@@ -252,7 +256,16 @@ impl Simulation {
     }
 
     fn error(&self, e: DeviceError) -> StepError {
-        let failure = e.unwrap_or_else(|| Failure::Device("a device's worker stopped".into()));
+        let mut failure = e.unwrap_or_else(|| Failure::Device("a device's worker stopped".into()));
+        // A solid's particle out of the domain: its motion (or a floating body's) took it
+        // there, which the user fixes with the domain, not the physics.
+        if let Failure::Particle(p) = &mut failure {
+            if let Some(label) = moving_solid_of(&self.case, p.id).filter(|_| p.reason == LEFT_DOMAIN) {
+                p.reason = format!(
+                    "{LEFT_DOMAIN}: a particle of {label}, {CARRIED} (make [domain] hold the solid's whole path)"
+                );
+            }
+        }
         StepError { step: self.clock.step, time: self.clock.time, failure }
     }
 
@@ -348,4 +361,19 @@ impl Simulation {
         }
         Ok(())
     }
+}
+
+/// How [`Simulation::error`] says a solid's particle left the domain with its solid.
+const CARRIED: &str = "carried there by its motion";
+
+/// The case file's name of the moving solid (prescribed motion or floating body) that holds
+/// the particle of global id `id`, if one does.
+fn moving_solid_of(case: &Case, id: u32) -> Option<String> {
+    let bodies = case.obstacles.len() - case.bodies.len()..case.obstacles.len();
+    case.motions
+        .iter()
+        .map(|m| m.solid)
+        .chain(bodies.map(Solid::Obstacle))
+        .find(|&s| surge_core::geometry::solid_ids(case, s).contains(&id))
+        .map(|s| case.solid_label(s))
 }
