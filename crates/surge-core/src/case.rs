@@ -1086,12 +1086,12 @@ impl Checker<'_> {
     }
 }
 
-/// The case file's name of obstacle `k` when the file has `file_obstacles` of them (the
-/// floating bodies' come after).
 /// Times at which a prescribed translation is checked against the domain over a run (and
 /// a table's rows, where its path turns).
 const MOTION_SAMPLES: usize = 4096;
 
+/// The case file's name of obstacle `k` when the file has `file_obstacles` of them (the
+/// floating bodies' come after).
 fn obstacle_label(k: usize, file_obstacles: usize) -> String {
     if k < file_obstacles {
         format!("obstacle[{k}]")
