@@ -666,19 +666,27 @@ fn a_collapsed_time_step_names_the_fastest_fluid_particle() {
     assert!(s["message"].as_str().unwrap().contains("the fastest fluid particle is"), "{s:#}");
 }
 
+/// `surge run tests/cases/CASE` into `tmp`, which must fail (exit 1, no panic) with each of
+/// `want` in its one error line.
+fn failed_run(tmp: &TempDir, case: &str, want: &[&str]) -> Out {
+    let config = root().join("tests/cases").join(case);
+    let out = surge(&["run", &config.display().to_string(), "--quiet", "--out", &tmp.display().to_string()]);
+    out.assert_code(EXIT_RUN_FAILED);
+    out.assert_no_panic();
+    let line = out.last_error_line();
+    for w in want {
+        assert!(line.contains(w), "`{w}` missing from the error\n{}", out.describe());
+    }
+    out
+}
+
 /// A turning solid carried out of the domain stops the run (a solid's particle is never
 /// removed), and the error names the solid, not a divergence of the flow.
 #[test]
 fn a_solid_swung_out_of_the_domain_stops_the_run_and_is_named() {
     let tmp = TempDir::new("cli-swing-out");
-    let config = root().join("tests/cases/swing_out_2d.toml");
-    let out = surge(&["run", &config.display().to_string(), "--quiet", "--out", &tmp.display().to_string()]);
-    out.assert_code(EXIT_RUN_FAILED);
-    out.assert_no_panic();
-    let line = out.last_error_line();
-    for w in ["the run stopped at step", "left the domain: a particle of obstacle[0]", "make [domain] hold"] {
-        assert!(line.contains(w), "`{w}` missing from the error\n{}", out.describe());
-    }
+    let want = ["the run stopped at step", "left the domain: a particle of obstacle[0]", "make [domain] hold"];
+    failed_run(&tmp, "swing_out_2d.toml", &want);
     let s = read_json(&tmp.join("summary.json"));
     assert!(s["message"].as_str().unwrap().contains("a particle of obstacle[0]"), "{s:#}");
 }
@@ -686,14 +694,8 @@ fn a_solid_swung_out_of_the_domain_stops_the_run_and_is_named() {
 #[test]
 fn diverging_run_keeps_frames_and_writes_a_diagnosis_frame() {
     let tmp = TempDir::new("cli-diverge");
-    let config = root().join("tests/cases/diverge_2d.toml");
-    let out = surge(&["run", &config.display().to_string(), "--quiet", "--out", &tmp.display().to_string()]);
-    out.assert_code(EXIT_RUN_FAILED);
-    out.assert_no_panic();
+    let out = failed_run(&tmp, "diverge_2d.toml", &["step", "particle", "diverged"]);
     let line = out.last_error_line();
-    for w in ["step", "particle", "diverged"] {
-        assert!(line.contains(w), "`{w}` missing from the error\n{}", out.describe());
-    }
 
     let s = read_json(&tmp.join("summary.json"));
     assert_eq!(s["status"], "diverged", "{s:#}");
