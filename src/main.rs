@@ -567,8 +567,10 @@ fn cmd_check(
         grid.cell[0],
         ["x", "y", "z"][case.split_axis()]
     );
-    // The GPU's own grid: finer cells, a thinner skin (surge_cuda::grid_for).
-    if let Ok(g) = surge_cuda::grid_for(&case) {
+    // The GPU's own grid: finer cells, a thinner skin (surge_cuda::grid_for); the kernels
+    // below compile on it.
+    let gpu_grid = surge_cuda::grid_for(&case);
+    if let Ok(g) = &gpu_grid {
         println!(
             "            {:?} cells of {:.6} m on a GPU (a skin of {:.1} % of the support, a stencil {} cells wide)",
             &g.n[..case.dim],
@@ -695,15 +697,15 @@ fn cmd_check(
                 let t0 = std::time::Instant::now();
                 // On the GPU's grid (finer than the CPU's), as a run compiles them: the cache
                 // then serves the run.
-                let gpu_grid = surge_cuda::grid_for(&case)
-                    .map_err(|e| Failure(EXIT_BAD_INPUT, format!("{}: {e}", path.display())))?;
-                let c = surge_cuda::compile::compile(&surge_cuda::compile::defines(&case, &gpu_grid, n as u64), arch)
+                let gpu_grid =
+                    gpu_grid.as_ref().map_err(|e| Failure(EXIT_BAD_INPUT, format!("{}: {e}", path.display())))?;
+                let c = surge_cuda::compile::compile(&surge_cuda::compile::defines(&case, gpu_grid, n as u64), arch)
                     .map_err(|e| Failure(EXIT_RUN_FAILED, e))?;
                 println!(
                     "kernels     {} for {arch} in {:.2} s; neighbour traversal {}",
                     if c.cached { "loaded from the cache" } else { "compiled with NVRTC" },
                     t0.elapsed().as_secs_f64(),
-                    surge_cuda::compile::traversal_note(&case, &gpu_grid)
+                    surge_cuda::compile::traversal_note(&case, gpu_grid)
                 );
             }
             Err(e) if common.backend == BackendArg::Cuda => {

@@ -36,7 +36,11 @@ pub struct BadParticle {
     /// Absolute position (may be non-finite).
     pub pos: [f64; 3],
     /// What is wrong.
-    pub reason: String,
+    pub reason: &'static str,
+    /// The case file's name of the moving solid (prescribed motion or floating body) the
+    /// particle belongs to, when its motion carried it out of the domain (set by the runtime,
+    /// which knows the case; the backends leave it `None`).
+    pub solid: Option<String>,
 }
 
 /// [`BadParticle::reason`] of a particle outside the domain (with `domain.on_exit = "stop"`,
@@ -84,7 +88,11 @@ impl std::fmt::Display for Failure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Failure::Particle(p) => {
-                write!(f, "particle {} at ({:.4}, {:.4}, {:.4}) {}", p.id, p.pos[0], p.pos[1], p.pos[2], p.reason)
+                write!(f, "particle {} at ({:.4}, {:.4}, {:.4}) {}", p.id, p.pos[0], p.pos[1], p.pos[2], p.reason)?;
+                match &p.solid {
+                    Some(s) => write!(f, ": a particle of {s}, carried there by its motion (make [domain] hold the solid's whole path)"),
+                    None => Ok(()),
+                }
             }
             Failure::Device(m) => write!(f, "{m}"),
             Failure::Leaving { removed, fluid, share } => write!(

@@ -1336,17 +1336,20 @@ impl Case {
             Some(InitialVelocity::TaylorGreen { u0 }) => u0.abs(),
         };
         let front = 2.0 * (g_mag * column).sqrt();
-        // Moving solids, now that gravity is known (wave paddles need it).
+        // Moving solids, now that gravity is known (wave paddles need it). A solid's box:
+        // a wall's with its particle layers.
+        let solid_box = |s: Solid| match s {
+            Solid::Wall(k) => walls[k].outer(dp),
+            Solid::Obstacle(k) => obstacles[k],
+        };
         let mut motions = Vec::new();
         let moving = f.wall.iter().enumerate().map(|(k, w)| (&w.motion, w.velocity.is_some(), Solid::Wall(k), "wall"));
         let moving = moving
             .chain(f.obstacle.iter().enumerate().map(|(k, o)| (&o.motion, false, Solid::Obstacle(k), "obstacle")));
         for (spec, constant, solid, what) in moving {
             let Some(spec) = spec else { continue };
-            let (k, bbox) = match solid {
-                Solid::Wall(k) => (k, walls[k].outer(dp)),
-                Solid::Obstacle(k) => (k, obstacles[k]),
-            };
+            let (Solid::Wall(k) | Solid::Obstacle(k)) = solid;
+            let bbox = solid_box(solid);
             let field = format!("{what}[{k}].motion");
             if constant {
                 return Err(c.err(field, "give either velocity (constant) or motion, not both"));
@@ -1646,10 +1649,11 @@ impl Case {
         // moved box is exactly the box moved); the path is sampled over the run and at a
         // table's rows, and held to what the domain check above asks of solids at rest.
         for m in motions.iter().filter(|m| !m.rotates()) {
-            let (label, bbox) = match m.solid {
-                Solid::Wall(k) => (format!("wall[{k}]"), walls[k].outer(dp)),
-                Solid::Obstacle(k) => (obstacle_label(k, f.obstacle.len()), obstacles[k]),
+            let label = match m.solid {
+                Solid::Wall(k) => format!("wall[{k}]"),
+                Solid::Obstacle(k) => obstacle_label(k, f.obstacle.len()),
             };
+            let bbox = solid_box(m.solid);
             let mut times: Vec<f64> =
                 (0..=MOTION_SAMPLES).map(|i| end_time * i as f64 / MOTION_SAMPLES as f64).collect();
             for law in &m.laws {

@@ -64,7 +64,7 @@ pub(crate) fn rekey(
         }
     }
     if let Some((id, pos, reason)) = bad {
-        return Err(BadParticle { id, pos, reason: reason.to_string() });
+        return Err(BadParticle { id, pos, reason, solid: None });
     }
     Ok((removed, for_density))
 }

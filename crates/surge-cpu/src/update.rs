@@ -178,7 +178,8 @@ pub(crate) fn update(
             Err(BadParticle {
                 id,
                 pos: grid.absolute(a.cell[i], a.pos[i]),
-                reason: "has a non-finite velocity, position or density".to_string(),
+                reason: "has a non-finite velocity, position or density",
+                solid: None,
             })
         }
     }

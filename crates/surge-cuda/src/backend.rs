@@ -1176,7 +1176,7 @@ impl CudaBackend {
             (true, false) => LEFT_DOMAIN,
             (true, true) => DENSITY_OUT,
         });
-        Ok(BadParticle { id, pos, reason: reason.to_string() })
+        Ok(BadParticle { id, pos, reason, solid: None })
     }
 
     /// First particle of each of the six layers `ls[k]` of the window, from the cell table,

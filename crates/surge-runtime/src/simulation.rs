@@ -42,7 +42,7 @@ impl fmt::Display for StepError {
         let what = match &self.failure {
             // A solid carried out of the domain by its motion (Simulation::error) is no
             // divergence of the flow.
-            Failure::Particle(p) if p.reason.contains(CARRIED) => "the run stopped",
+            Failure::Particle(p) if p.solid.is_some() => "the run stopped",
             Failure::Particle(_) | Failure::StepCollapsed { .. } => "the run diverged",
             Failure::Leaving { .. } => "the run stopped",
             Failure::Device(_) => "the device failed",
@@ -260,10 +260,8 @@ impl Simulation {
         // A solid's particle out of the domain: its motion (or a floating body's) took it
         // there, which the user fixes with the domain, not the physics.
         if let Failure::Particle(p) = &mut failure {
-            if let Some(label) = moving_solid_of(&self.case, p.id).filter(|_| p.reason == LEFT_DOMAIN) {
-                p.reason = format!(
-                    "{LEFT_DOMAIN}: a particle of {label}, {CARRIED} (make [domain] hold the solid's whole path)"
-                );
+            if p.reason == LEFT_DOMAIN {
+                p.solid = moving_solid_of(&self.case, p.id);
             }
         }
         StepError { step: self.clock.step, time: self.clock.time, failure }
@@ -362,9 +360,6 @@ impl Simulation {
         Ok(())
     }
 }
-
-/// How [`Simulation::error`] says a solid's particle left the domain with its solid.
-const CARRIED: &str = "carried there by its motion";
 
 /// The case file's name of the moving solid (prescribed motion or floating body) that holds
 /// the particle of global id `id`, if one does.
