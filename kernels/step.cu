@@ -509,15 +509,33 @@ __device__ __forceinline__ float opaque(float x) {
     return y;
 }
 
+#ifndef ROW_TRIM
+#define ROW_TRIM 0
+#endif
 // Calls row(k, kend, b) for each row of the stencil of cell c (point at offset p from its
 // centre): the row's cells are k..kend (linear indices, consecutive along RA, clipped to the
 // grid), b the point's offset from the centre of cell k. The rows go in the order of O0,
 // then O1 (3D); a neighbour outside the grid or the window is skipped, as in the cells loop.
-template <typename Row>
+//
+// TRIM (a lane's own walk, no barriers in `row`; ROW_TRIM on): only the rows and the cells of
+// a row that can hold a particle within the support of the point. A candidate lies at most
+// ROW_EXT_* from its cell's centre along each axis (half the cell, half the skin: a particle
+// moves less than that between rebuilds; and 1e-3 of the support for rounding), so a row
+// whose two outer axes are alone that far away is skipped, and of the others only the cells
+// along RA within the rest of the support are walked. What is left out lies outside the
+// support and added nothing (force_candidate's r2 < SUPPORT2), and the walk keeps its order
+// and b[RA] steps as the whole row's would: the sums are bitwise those of the whole rows.
+// A 5-wide stencil then walks about two thirds of its cells a lane (issue 16: the lanes of
+// a warp, spread over a few cells, take a third fewer candidates, the warp's trips 7 % fewer;
+// docs/PERFORMANCE.md, "Rows trimmed to the support").
+template <bool TRIM, typename Row>
 __device__ __forceinline__ void stencil_rows(const int c[3], const float p[3], int wlo, int whi, Row &&row) {
     const int n[3] = {NX, NY, NZ};
     const bool per[3] = {PERX, PERY, PERZ};
     const float cs[3] = {CSX, CSY, CSZ};
+#if ROW_TRIM
+    const float ext[3] = {ROW_EXT_X, ROW_EXT_Y, ROW_EXT_Z};
+#endif
     const int lo = max(-R, -c[RA]), hi = min(R, n[RA] - 1 - c[RA]);
     if (hi < lo) return;  // a cell more than R cells outside the grid: no row reaches into it
     // The outer axes: O0 and O1 in 3D, O0 in 2D (z has one cell there).
@@ -535,7 +553,22 @@ __device__ __forceinline__ void stencil_rows(const int c[3], const float p[3], i
             b[wa] = opaque(p[wa] - (float)dw * cs[wa]);
             b[RA] = p[RA] - (float)lo * cs[RA];
             const unsigned k = cell_linear(cc[0], cc[1], cc[2], wlo);
-            row(k, k + (unsigned)(hi - lo), b);
+            int from = lo, to = hi;
+#if ROW_TRIM
+            if (TRIM) {
+                const float eu = fmaxf(fabsf(b[ua]) - ext[ua], 0.0f);
+                const float ew = DIM == 3 ? fmaxf(fabsf(b[wa]) - ext[wa], 0.0f) : 0.0f;
+                const float w2 = SUPPORT2 - eu * eu - ew * ew;
+                if (w2 <= 0.0f) continue;
+                const float w = sqrtf(w2) + ext[RA];
+                from = max(lo, (int)ceilf((p[RA] - w) / cs[RA]));
+                to = min(hi, (int)floorf((p[RA] + w) / cs[RA]));
+                if (to < from) continue;
+                // As the whole row's walk would step to cell `from` (RowWalk::run).
+                for (int s = lo; s < from; ++s) b[RA] -= cs[RA];
+            }
+#endif
+            row(k + (unsigned)(from - lo), k + (unsigned)(to - lo), b);
         }
     }
 }
@@ -755,7 +788,7 @@ extern "C" __global__ void __launch_bounds__(CTA_THREADS) forces_kernel(FORCES_P
             const float p[3] = {f.p4.x, f.p4.y, f.p4.z};
             // The lanes share the cell, so its rows (stencil_rows' conditions are the
             // block's) and the barriers in them.
-            stencil_rows(c, p, wlo, whi, [&](unsigned k0, unsigned k1, float b[3]) {
+            stencil_rows<false>(c, p, wlo, whi, [&](unsigned k0, unsigned k1, float b[3]) {
                 RowWalk w;
                 w.start(table, k0, k1, !f.fluid, f.sums);
                 const unsigned seg0 = table.begin(k0), seg1 = table.end(k1);
@@ -812,7 +845,7 @@ extern "C" __global__ void __launch_bounds__(256, FORCES_MIN_BLOCKS) forces_kern
     const int x0 = max(s_lo - R, 0), x1 = min(s_hi + R, n[RA] - 1);
     // Tiled, the lanes share the rows (stencil_rows' conditions are the block's) and the
     // barriers in them.
-    stencil_rows(c, p, wlo, whi, [&](unsigned k0, unsigned k1, float b[3]) {
+    stencil_rows<false>(c, p, wlo, whi, [&](unsigned k0, unsigned k1, float b[3]) {
         RowWalk w;
         w.start(table, k0, k1, !f.fluid, f.sums);
         // The block's segment of this row (tiled), or one pass over global memory.
@@ -870,7 +903,7 @@ extern "C" __global__ void __launch_bounds__(256, FORCES_MIN_BLOCKS) forces_kern
         const int c[3] = {ci.x, ci.y, ci.z};
         const float p[3] = {p4.x, p4.y, p4.z};
         if (sums) {
-            stencil_rows(c, p, wlo, whi, [&](unsigned k, unsigned kend, float b[3]) {
+            stencil_rows<true>(c, p, wlo, whi, [&](unsigned k, unsigned kend, float b[3]) {
                 row_particles(table, k, kend, !fluid, b, [&](unsigned j, unsigned mid, const float b[3]) {
                     force_candidate(j, mid, b[0], b[1], b[2], fluid, pi, pos, vel, wall, mdbc, acc);
                 });
@@ -950,7 +983,7 @@ __device__ __forceinline__ void ghost_sums(float3 og, int4 c, int wlo, int whi, 
     };
     const CellTable table = cell_table(cell_start, wlo, whi);
 #if TRAVERSAL >= 1
-    stencil_rows(cg, o, wlo, whi, [&](unsigned k, unsigned kend, float b[3]) {
+    stencil_rows<true>(cg, o, wlo, whi, [&](unsigned k, unsigned kend, float b[3]) {
         row_particles(table, k, kend, true, b, [&](unsigned j, unsigned, const float b[3]) { candidate(j, b); });
     });
 #else

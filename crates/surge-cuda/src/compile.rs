@@ -200,6 +200,16 @@ pub fn defines(case: &Case, grid: &Grid, ids: u64) -> BTreeMap<&'static str, Str
         d.insert(["PERX", "PERY", "PERZ"][a], u8::from(grid.periodic[a]).to_string());
     }
     d.insert("R", grid.reach.to_string());
+    // The walks of rows trimmed to the support (kernels/step.cu, stencil_rows): how far a
+    // candidate lies at most from its cell's centre along each axis (half the cell, half the
+    // skin, 1e-3 of the support for rounding). `SURGE_CUDA_ROW_TRIM=0` walks whole rows (the
+    // same sums: a measurement's switch).
+    let trim = std::env::var("SURGE_CUDA_ROW_TRIM").map_or(true, |v| v.trim() != "0");
+    d.insert("ROW_TRIM", u8::from(trim).to_string());
+    for a in 0..3 {
+        let ext = 0.5 * grid.cell[a] + 0.5 * grid.skin + 1e-3 * grid.support;
+        d.insert(["ROW_EXT_X", "ROW_EXT_Y", "ROW_EXT_Z"][a], lit(ext as f32));
+    }
     // The cell table's layout, and the cells of a layer of the split axis (where a window's
     // table of one bin a cell keeps its fluid counts).
     d.insert("TABLE_BINS", table_bins(grid).to_string());
