@@ -525,8 +525,9 @@ __device__ __forceinline__ float opaque(float x) {
 // along RA within the rest of the support are walked. What is left out lies outside the
 // support and added nothing (force_candidate's r2 < SUPPORT2), and the walk keeps its order
 // and b[RA] steps as the whole row's would: the sums are bitwise those of the whole rows.
-// A 5-wide stencil then walks about two thirds of its cells a lane (issue 16: the lanes of
-// a warp, spread over a few cells, take a third fewer candidates, the warp's trips 7 % fewer;
+// A 5-wide stencil then walks about two thirds of its cells a lane; but the lanes of a warp,
+// spread over a few cells of a row, trim differently, and a model of uniform cells gives the
+// warp's trips only 7 % fewer (issue 16: 2 % off the step of Test 2's whole run with DBC;
 // docs/PERFORMANCE.md, "Rows trimmed to the support").
 template <bool TRIM, typename Row>
 __device__ __forceinline__ void stencil_rows(const int c[3], const float p[3], int wlo, int whi, Row &&row) {
