@@ -1100,6 +1100,15 @@ fn obstacle_label(k: usize, file_obstacles: usize) -> String {
     }
 }
 
+/// The case file's name of a solid when the file has `file_obstacles` obstacles:
+/// `wall[k]`, `obstacle[k]` or `body[j]`.
+fn solid_label(solid: Solid, file_obstacles: usize) -> String {
+    match solid {
+        Solid::Wall(k) => format!("wall[{k}]"),
+        Solid::Obstacle(k) => obstacle_label(k, file_obstacles),
+    }
+}
+
 /// `wall.N`, `obstacle.N` or `body.N` (a body is the obstacle after the file's obstacles).
 fn parse_solid(on: &str, obstacles: usize) -> Option<Solid> {
     let (kind, index) = on.split_once('.')?;
@@ -1649,10 +1658,7 @@ impl Case {
         // moved box is exactly the box moved); the path is sampled over the run and at a
         // table's rows, and held to what the domain check above asks of solids at rest.
         for m in motions.iter().filter(|m| !m.rotates()) {
-            let label = match m.solid {
-                Solid::Wall(k) => format!("wall[{k}]"),
-                Solid::Obstacle(k) => obstacle_label(k, f.obstacle.len()),
-            };
+            let label = solid_label(m.solid, f.obstacle.len());
             let bbox = solid_box(m.solid);
             let mut times: Vec<f64> =
                 (0..=MOTION_SAMPLES).map(|i| end_time * i as f64 / MOTION_SAMPLES as f64).collect();
@@ -1795,10 +1801,7 @@ impl Case {
         };
 
         if let Some(m) = motions.iter().find(|m| m.rotates()).filter(|_| periodic.iter().any(|&p| p)) {
-            let what = match m.solid {
-                Solid::Wall(k) => format!("wall[{k}].motion"),
-                Solid::Obstacle(k) => format!("obstacle[{k}].motion"),
-            };
+            let what = format!("{}.motion", solid_label(m.solid, f.obstacle.len()));
             return Err(c.err(what, "a solid that turns cannot be part of a periodic case"));
         }
         // mDBC's slip, solid by solid: the solids that ask for the opposite of the case's.
@@ -2145,10 +2148,7 @@ impl Case {
 
     /// The case file's name of a solid: `wall[k]`, `obstacle[k]` or `body[j]`.
     pub fn solid_label(&self, solid: Solid) -> String {
-        match solid {
-            Solid::Wall(k) => format!("wall[{k}]"),
-            Solid::Obstacle(k) => self.obstacle_label(k),
-        }
+        solid_label(solid, self.obstacles.len() - self.bodies.len())
     }
 
     /// Solids whose particles move rigidly: prescribed motions and floating bodies.

@@ -1426,12 +1426,7 @@ impl CudaBackend {
                 return Ok((own.len(), 0, 0));
             }
             let s = self.read_stats("rekey_kernel")?;
-            if s[STAT_BAD_ID] != u32::MAX {
-                return Err(Failure::Particle(self.bad_particle(s[STAT_BAD_ID], None)?));
-            }
-            removed += s[STAT_REMOVED] as usize;
-            self.removed += s[STAT_REMOVED] as u64;
-            self.removed_for_density += s[STAT_DENSITY_OUT] as u64;
+            removed += self.take_rekey(s[STAT_BAD_ID], s[STAT_REMOVED], s[STAT_DENSITY_OUT])?;
         }
         // A device alone keeps every particle where it is (its window is the whole grid) but
         // those removed, which the sort drops.
@@ -1460,6 +1455,18 @@ impl CudaBackend {
             )));
         }
         Ok((kept, left, right))
+    }
+
+    /// The re-key's statistics, read: fails on the lowest id of a particle it found outside
+    /// the domain (or non-finite, or out of its density range, with nothing removed),
+    /// otherwise counts the `removed` (`density` of them for their density) and returns them.
+    fn take_rekey(&mut self, bad: u32, removed: u32, density: u32) -> Result<usize, Failure> {
+        if bad != u32::MAX {
+            return Err(Failure::Particle(self.bad_particle(bad, None)?));
+        }
+        self.removed += removed as u64;
+        self.removed_for_density += density as u64;
+        Ok(removed as usize)
     }
 
     /// Last part of a rebuild's first half, once the particles to send are gathered: the new
@@ -1797,18 +1804,12 @@ impl CudaBackend {
                 self.cell_start.slice(b + 1..b + 2),
             ];
             let w = read_words(&self.stream, &self.settled, &mut self.words_host, &views, "rekey_kernel")?;
-            if w[0] != u32::MAX {
-                // Owned as before the rebuild, for the frame of the failed state.
-                self.own = 0..self.n;
-                return Err(Failure::Particle(self.bad_particle(w[0], None)?));
-            }
-            self.removed += w[1] as u64;
-            self.removed_for_density += w[2] as u64;
+            // On failure, owned as before the rebuild, for the frame of the failed state.
+            let removed = self.take_rekey(w[0], w[1], w[2]).inspect_err(|_| self.own = 0..self.n)?;
             dropped = w[3] as usize;
-            if dropped != w[1] as usize {
+            if dropped != removed {
                 return Err(Failure::Device(format!(
-                    "the sort dropped {dropped} particles where the re-key removed {}",
-                    w[1]
+                    "the sort dropped {dropped} particles where the re-key removed {removed}"
                 )));
             }
         } else {

@@ -10,7 +10,6 @@ use std::sync::Arc;
 use surge_core::backend::{Backend, Failure, Snapshot, LEFT_DOMAIN};
 use surge_core::bodies::{BodyFrame, BodyState};
 use surge_core::buffers::ParticleState;
-use surge_core::case::Solid;
 use surge_core::decomp::SliceMap;
 use surge_core::gauge;
 use surge_core::grid::Grid;
@@ -364,11 +363,10 @@ impl Simulation {
 /// The case file's name of the moving solid (prescribed motion or floating body) that holds
 /// the particle of global id `id`, if one does.
 fn moving_solid_of(case: &Case, id: u32) -> Option<String> {
-    let bodies = case.obstacles.len() - case.bodies.len()..case.obstacles.len();
     case.motions
         .iter()
         .map(|m| m.solid)
-        .chain(bodies.map(Solid::Obstacle))
+        .chain(case.bodies.iter().map(|b| b.solid))
         .find(|&s| surge_core::geometry::solid_ids(case, s).contains(&id))
         .map(|s| case.solid_label(s))
 }
