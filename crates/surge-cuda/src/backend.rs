@@ -373,11 +373,6 @@ pub struct CudaBackend {
     /// Between the halves of a rebuild of several devices: which held particles the sort
     /// drops.
     dropping: Option<Dropping>,
-    /// A device alone reads the re-key's statistics with the sort's counts, one wait less a
-    /// rebuild (`SURGE_CUDA_FUSED_REKEY=1`, a measurement's switch until measured): set by
-    /// [`CudaBackend::classify`] when it left them unread for [`CudaBackend::sort`].
-    fuse_rekey: bool,
-    rekey_unread: bool,
     /// The cell table: the start of each bin, `bins + 2` values built in place by the sort,
     /// and with one bin a cell a byte a cell of fluid count ([`table_words`]).
     cell_start: CudaSlice<u32>,
@@ -1002,8 +997,6 @@ impl CudaBackend {
             mdbc_list: if case.boundary.is_mdbc() { Some(zeros(cap, "the mDBC list")?) } else { None },
             perm: zeros(cap, "permutation")?,
             dropping: None,
-            fuse_rekey: std::env::var("SURGE_CUDA_FUSED_REKEY").is_ok_and(|v| v.trim() == "1"),
-            rekey_unread: false,
             removed: 0,
             removed_for_density: 0,
             density_bounds: [f32::NEG_INFINITY, f32::INFINITY],
@@ -1418,15 +1411,13 @@ impl CudaBackend {
                 // SAFETY: argument types match rekey_kernel; first + count <= n.
                 unsafe { b.launch(cfg(own.len())) }.map_err(|e| fail("rekey_kernel", e))?;
             }
-            // A device alone without open boundaries: the sort reads these statistics with
-            // its counts, and drops the removed particles it counts (`Dropping` of all it
-            // holds: their cell word marks them).
-            if self.fuse_rekey && self.case.open.is_empty() && map.devices() == 1 && own == (0..self.n) {
-                self.rekey_unread = true;
-                return Ok((own.len(), 0, 0));
-            }
             let s = self.read_stats("rekey_kernel")?;
-            removed += self.take_rekey(s[STAT_BAD_ID], s[STAT_REMOVED], s[STAT_DENSITY_OUT])?;
+            if s[STAT_BAD_ID] != u32::MAX {
+                return Err(Failure::Particle(self.bad_particle(s[STAT_BAD_ID], None)?));
+            }
+            removed += s[STAT_REMOVED] as usize;
+            self.removed += s[STAT_REMOVED] as u64;
+            self.removed_for_density += s[STAT_DENSITY_OUT] as u64;
         }
         // A device alone keeps every particle where it is (its window is the whole grid) but
         // those removed, which the sort drops.
@@ -1457,27 +1448,13 @@ impl CudaBackend {
         Ok((kept, left, right))
     }
 
-    /// The re-key's statistics, read: fails on the lowest id of a particle it found outside
-    /// the domain (or non-finite, or out of its density range, with nothing removed),
-    /// otherwise counts the `removed` (`density` of them for their density) and returns them.
-    fn take_rekey(&mut self, bad: u32, removed: u32, density: u32) -> Result<usize, Failure> {
-        if bad != u32::MAX {
-            return Err(Failure::Particle(self.bad_particle(bad, None)?));
-        }
-        self.removed += removed as u64;
-        self.removed_for_density += density as u64;
-        Ok(removed as usize)
-    }
-
     /// Last part of a rebuild's first half, once the particles to send are gathered: the new
     /// map taken. The particles stay where they are, the neighbours' come after them, and
     /// the sort drops the copies and the owned particles that left the window
     /// ([`Dropping`]): one reordering of the buffers per rebuild, as for a device alone.
     fn finish_begin(&mut self, map: &SliceMap, me: usize, kept: usize) -> Result<(), Failure> {
         let dropped = self.n - kept;
-        // With the re-key unread, how many go is known at the sort's counts.
-        self.dropping =
-            (dropped > 0 || self.rekey_unread).then(|| Dropping { held: self.n, own: self.own.clone(), dropped });
+        self.dropping = (dropped > 0).then(|| Dropping { held: self.n, own: self.own.clone(), dropped });
         let (wl, wh) = map.window(me);
         self.win = self.whole.windowed(wl, wh);
         self.map = map.clone();
@@ -1774,10 +1751,7 @@ impl CudaBackend {
         let (held, own_lo, own_hi) = drop.as_ref().map_or((0, 0, 0), |d| (d.held, d.own.start, d.own.end));
         let (held, own_lo, own_hi) = (held as i32, own_lo as i32, own_hi as i32);
         let bins = self.bins as u32;
-        let rekey_unread = std::mem::take(&mut self.rekey_unread);
-        if !rekey_unread {
-            self.reset_stats()?;
-        }
+        self.reset_stats()?;
         self.stream.memset_zeros(&mut self.cell_start).map_err(|e| fail("clearing the cell table", e))?;
         {
             // The counts: no permutation (a null pointer).
@@ -1790,36 +1764,12 @@ impl CudaBackend {
             // values.
             unsafe { b.launch(cfg(self.n)) }.map_err(|e| fail("key_sort_kernel (counts)", e))?;
         }
-        let mut dropped = drop.as_ref().map_or(0, |d| d.dropped);
-        if rekey_unread {
-            // The re-key's statistics (a device alone: its window is the whole grid, so a
-            // particle the count finds outside it is one the re-key found outside the domain)
-            // and the dropped bin's count, at `bins + 1`.
-            let (bad, removed, density) = (STAT_BAD_ID, STAT_REMOVED, STAT_DENSITY_OUT);
-            let b = self.bins;
-            let views = [
-                self.stats.slice(bad..bad + 1),
-                self.stats.slice(removed..removed + 1),
-                self.stats.slice(density..density + 1),
-                self.cell_start.slice(b + 1..b + 2),
-            ];
-            let w = read_words(&self.stream, &self.settled, &mut self.words_host, &views, "rekey_kernel")?;
-            // On failure, owned as before the rebuild, for the frame of the failed state.
-            let removed = self.take_rekey(w[0], w[1], w[2]).inspect_err(|_| self.own = 0..self.n)?;
-            dropped = w[3] as usize;
-            if dropped != removed {
-                return Err(Failure::Device(format!(
-                    "the sort dropped {dropped} particles where the re-key removed {removed}"
-                )));
-            }
-        } else {
-            let s = self.read_stats("key_sort_kernel")?;
-            if s[STAT_BAD_ID] != u32::MAX {
-                return Err(Failure::Device(format!(
-                    "particle {} lies outside the window of device {} after a rebuild",
-                    s[STAT_BAD_ID], self.me
-                )));
-            }
+        let s = self.read_stats("key_sort_kernel")?;
+        if s[STAT_BAD_ID] != u32::MAX {
+            return Err(Failure::Device(format!(
+                "particle {} lies outside the window of device {} after a rebuild",
+                s[STAT_BAD_ID], self.me
+            )));
         }
         self.scan_counts()?;
         {
@@ -1840,7 +1790,7 @@ impl CudaBackend {
             unsafe { b.launch(cfg(self.bins)) }.map_err(|e| fail("order_bins_kernel", e))?;
         }
         // The dropped particles are last (bin `bins`, left unordered): gather the others.
-        self.n -= dropped;
+        self.n -= drop.map_or(0, |d| d.dropped);
         self.permute(self.n)?;
         Ok(())
     }
