@@ -1203,7 +1203,7 @@ extern "C" __global__ void open_kernel(int first, int count, int wlo, int whi, c
     ghost_sums<true>(v3(o[0], o[1], o[2]), ci, wlo, whi, pos, vel, info, cell_start, s);
     float gd;
     float3 ggrad, gvel;
-    const bool have = ghost_values(s, gd, ggrad, gvel);
+    const bool have = ghost_values(s, true, gd, ggrad, gvel);
     float3 v = xyz(v4);
     if (!isnan(z[11])) {
         float vv[3] = {0.0f, 0.0f, 0.0f};

@@ -8,7 +8,9 @@
 //! 4.5e-6 dp, velocities 3.7e-4 of the largest speed (the hydrostatic tank, where that speed
 //! is only the residual slosh), densities 6.1e-7 rho0, gauges 1.1e-6 relative. The bounds
 //! below are about twenty times those: positions 1e-4 dp, velocities 1e-3 of the largest
-//! speed plus 1e-6 m/s, densities 1e-5 rho0, gauges 1e-4 relative (plus 1 in their unit).
+//! speed plus 1e-6 m/s, densities 1e-5 rho0, gauges 1e-4 relative (plus 1 in their unit; a
+//! force gauge's components relative to its largest, a moment at least to its largest force
+//! times its solid's largest arm: below).
 
 mod common;
 use common::*;
@@ -78,9 +80,35 @@ fn cuda_matches_cpu_on_every_config() {
         // load on a tank) is not held to a relative bound of its own.
         let columns = surge_core::gauge::columns(&case);
         let group = |c: &str| c.rsplit_once('.').map_or(c.to_string(), |(g, part)| format!("{g}.{}", &part[..1]));
+        let largest =
+            |g: &str| (0..columns.len()).filter(|&j| group(&columns[j]) == g).map(|j| ga[j].abs()).fold(0.0, f64::max);
+        // A moment is held to its largest force times its largest arm (the farthest particle
+        // of its solid from the point it is taken about) where that is more: its round-off
+        // goes with the loads' own moments, which cancel in the net one. The rolling tank's
+        // net moment is 12 N m of loads of 780 N on arms up to 0.5 m; reordering one sum of the
+        // CPU's mDBC pass alone (the eight lanes' totals) moved it by up to 2.9e-4 N m within
+        // these 100 steps, and the GPU differs from the CPU by 1.3e-3 N m, 1e-4 of it.
+        let moment_floor = |g: &str| {
+            case.gauges
+                .iter()
+                .find_map(|gauge| match gauge {
+                    surge_core::case::Gauge::Force { name, solid, about } if g == format!("{name}.m") => {
+                        let ids = surge_core::geometry::solid_ids(&case, *solid);
+                        let arm =
+                            a.id.iter()
+                                .zip(&a.pos)
+                                .filter(|(id, _)| ids.contains(id))
+                                .map(|(_, p)| (0..3).map(|k| (p[k] - about[k]).powi(2)).sum::<f64>().sqrt())
+                                .fold(0.0, f64::max);
+                        Some(largest(&format!("{name}.f")) * arm)
+                    }
+                    _ => None,
+                })
+                .unwrap_or(0.0)
+        };
         let scale = |k: usize| {
             let g = group(&columns[k]);
-            (0..columns.len()).filter(|&j| group(&columns[j]) == g).map(|j| ga[j].abs()).fold(0.0, f64::max)
+            largest(&g).max(moment_floor(&g))
         };
         let (worst, dg) = ga
             .iter()

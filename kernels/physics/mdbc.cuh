@@ -1,8 +1,9 @@
 // Twin of crates/surge-core/src/physics/mdbc.rs: modified dynamic boundary conditions
 // (English et al. 2022). A boundary particle's ghost node lies at x_b + 2 dist n; a
 // first-order consistent interpolation of the fluid there (float64 solve of the (DIM+1)^2
-// system by its adjugate) gives its relative density, extrapolated back to the particle, and
-// the velocity the viscous term sees. See the Rust original for the formulas and the choices.
+// system by its adjugate) gives its relative density, extrapolated back to the particle; the
+// ghost's Shepard velocity gives the velocity the viscous term sees (open boundaries take it
+// to first order). See the Rust original for the formulas and the choices.
 #pragma once
 #include "vec.cuh"
 
@@ -10,7 +11,8 @@
 // surge_core::physics::mdbc::{DET_MIN, SHEPARD_MIN} (crates/surge-cuda/src/compile.rs).
 
 // A's block of rows and columns 1.. is symmetric: only its upper triangle is summed
-// (twin of surge_core::physics::mdbc::GhostSums).
+// (twin of surge_core::physics::mdbc::GhostSums). Sums nobody reads (a velocity's entries
+// past the first, with its Shepard value) are dropped by the compiler.
 struct GhostSums {
     float a[4][4];
     float b[4][4];  // b[0] relative density, b[1..3] velocity x, y, z
@@ -89,10 +91,17 @@ __device__ __forceinline__ double adjugate(const double a[4][4], double adj[4][4
 #endif
 }
 
+// The ghost's Shepard velocity sum V v W / sum V W.
+__device__ __forceinline__ float3 shepard_velocity(const GhostSums &s) {
+    return v3(s.b[1][0], s.b[2][0], s.b[3][0]) * (1.0f / s.a[0][0]);
+}
+
 // The ghost's relative density, gradient and velocity; false without fluid worth the name.
-// First order: all of A^-1 b_0 (density, gradient) and the first entry of A^-1 b_c for the
-// velocity components.
-__device__ __forceinline__ bool ghost_values(const GhostSums &s, float &d, float3 &grad, float3 &vel) {
+// First order: all of A^-1 b_0 (density, gradient), and with `vel_first_order` (open
+// boundaries; GhostVelocity::FirstOrder) the first entry of A^-1 b_c for the velocity
+// components, else (mDBC walls; GhostVelocity::Shepard) their Shepard values.
+__device__ __forceinline__ bool ghost_values(const GhostSums &s, bool vel_first_order, float &d, float3 &grad,
+                                             float3 &vel) {
     const int n = DIM + 1;
     double a[4][4], adj[4][4];
 #pragma unroll
@@ -119,12 +128,12 @@ __device__ __forceinline__ bool ghost_values(const GhostSums &s, float &d, float
         for (int k = 0; k < DIM; ++k) g[k] = x[0][1 + k];
         d = x[0][0];
         grad = v3(g[0], g[1], g[2]);
-        vel = v3(x[1][0], x[2][0], x[3][0]);
+        vel = vel_first_order ? v3(x[1][0], x[2][0], x[3][0]) : shepard_velocity(s);
         return true;
     }
     const float shepard = s.a[0][0];
     if (shepard >= MDBC_SHEPARD_MIN) {
-        vel = v3(s.b[1][0], s.b[2][0], s.b[3][0]) * (1.0f / shepard);
+        vel = shepard_velocity(s);
         d = s.b[0][0] / shepard;
         grad = v3(0.0f, 0.0f, 0.0f);
         return true;
@@ -149,7 +158,7 @@ __device__ __forceinline__ float4 mdbc_state(const GhostSums &s, float4 wall, fl
     const float3 n = xyz(wall);
     float d;
     float3 grad, vel;
-    if (ghost_values(s, d, grad, vel)) {
+    if (ghost_values(s, false, d, grad, vel)) {
         const float db = boundary_density(d, grad, n * (-2.0f * wall.w));
         const float3 v = slip == 1 ? free_slip(v_wall, vel, n) : slip == 0 ? no_slip(v_wall, vel) : v_wall;
         return make_float4(v.x, v.y, v.z, db);

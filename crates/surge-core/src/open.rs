@@ -14,7 +14,8 @@
 //! pressure or a hydrostatic level), the others extrapolated from the fluid at its ghost node,
 //! its mirror image across the plane, by the mDBC interpolation
 //! ([`crate::physics::mdbc::ghost_values`], first order, fluid particles only): the density
-//! to first order back to the particle, the velocity the ghost's (zero normal gradient). It
+//! to first order back to the particle, the velocity the ghost's, also to first order (zero
+//! normal gradient; mDBC walls take the ghost's velocity at zeroth order). It
 //! then moves with that velocity; the force pass gives it no acceleration.
 //!
 //! **At each rebuild** ([`action`], before the particles are re-keyed):
@@ -39,7 +40,7 @@
 
 use crate::buffers::Kind;
 use crate::physics::constants::Constants;
-use crate::physics::mdbc::{ghost_values, GhostSums};
+use crate::physics::mdbc::{ghost_values, GhostSums, GhostVelocity};
 use crate::V3;
 
 /// The velocity a zone gives its buffer particles.
@@ -259,7 +260,7 @@ impl OpenZone {
         ghost: &GhostSums,
         current: [f32; 4],
     ) -> [f32; 4] {
-        let g = ghost_values::<DIM>(ghost);
+        let g = ghost_values::<DIM>(ghost, GhostVelocity::FirstOrder);
         let v = match speed {
             Some(u) => {
                 let mut v = [0.0f32; 3];

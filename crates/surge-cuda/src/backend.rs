@@ -45,11 +45,19 @@ pub const CUDA_SKIN_FRACTION: f64 = 0.02;
 /// whole run to t = 1.5 s took 7.63 ms/step with 0.005 against 7.86 with 0.02.
 pub const CUDA_SKIN_FRACTION_3D: f64 = 0.005;
 
-/// The skin with mDBC walls, whose rebuild also lists and orders the walls' ghost nodes: a
-/// wider skin, fewer rebuilds. SPHERIC Test 2 at dp 0.006 over the developed flow on an H100
-/// (docs/PERFORMANCE.md): 0.02 / 0.04 / 0.07 / 0.10 gave 13.78 / 13.49 / 13.58 / 14.07
-/// ms/step with mDBC, and 11.44 / 11.68 / 11.59 / 11.77 with DBC.
+/// The skin with mDBC walls in 2D, whose rebuild also lists and orders the walls' ghost
+/// nodes: a wider skin, fewer rebuilds (not measured in 2D; in 3D this was the default while
+/// its force pass was slower: SPHERIC Test 2 at dp 0.006 over the developed flow on an H100,
+/// 0.02 / 0.04 / 0.07 / 0.10 gave 13.78 / 13.49 / 13.58 / 14.07 ms/step).
 pub const CUDA_SKIN_FRACTION_MDBC: f64 = 0.04;
+
+/// The skin with mDBC walls in 3D: as for dynamic walls, a developed flow rebuilds about
+/// every step whatever the skin, and thinner cells won over the ghost nodes' rebuild. SPHERIC
+/// Test 2 on an H100 (docs/PERFORMANCE.md, "A thinner skin" and "The ghost's velocity at
+/// zeroth order"): in the middle of the run at dp 0.006, 0.04 / 0.02 / 0.01 gave 10.39 /
+/// 9.85 / 9.59 ms/step; whole runs at dp 0.01 to t = 2 s 3.261 (0.04) against 3.198 ms/step;
+/// at dp 0.006 to t = 2 s 10.72 ms/step with 0.01 (11.10 with 0.04 and the code of 255bf53).
+pub const CUDA_SKIN_FRACTION_MDBC_3D: f64 = 0.01;
 
 /// The GPU's cells are half the support (plus skin) and its stencil reaches two cells each
 /// side: 125 small cells in 3D hold about 40 % fewer candidate neighbours than 27 large ones,
@@ -106,12 +114,14 @@ pub(crate) fn row_axis(case: &Case, order: [usize; 3]) -> usize {
     }
 }
 
-/// The skin fraction of `case` on the GPU ([`CUDA_SKIN_FRACTION_MDBC`] with mDBC walls,
-/// else [`CUDA_SKIN_FRACTION_3D`] in 3D and [`CUDA_SKIN_FRACTION`] in 2D; `SURGE_CUDA_SKIN`
-/// overrides them).
+/// The skin fraction of `case` on the GPU ([`CUDA_SKIN_FRACTION_MDBC_3D`] and
+/// [`CUDA_SKIN_FRACTION_MDBC`] with mDBC walls in 3D and 2D, else [`CUDA_SKIN_FRACTION_3D`]
+/// and [`CUDA_SKIN_FRACTION`]; `SURGE_CUDA_SKIN` overrides them).
 pub(crate) fn skin_fraction(case: &Case) -> f64 {
     std::env::var("SURGE_CUDA_SKIN").ok().and_then(|s| s.parse().ok()).filter(|&x: &f64| x > 0.0 && x < 1.0).unwrap_or(
-        if case.boundary.is_mdbc() {
+        if case.boundary.is_mdbc() && case.dim == 3 {
+            CUDA_SKIN_FRACTION_MDBC_3D
+        } else if case.boundary.is_mdbc() {
             CUDA_SKIN_FRACTION_MDBC
         } else if case.dim == 3 {
             CUDA_SKIN_FRACTION_3D

@@ -23,7 +23,11 @@
 //! DualSPHysics clamps and as DBC keeps it), so walls never attract fluid.
 //!
 //! The velocity the viscous term of the fluid sees for b comes from the ghost's velocity
-//! `v_g` (the first row of the same solve, each component): no-slip `2 v_wall - v_g`, free
+//! `v_g`, its Shepard (zeroth-order) interpolation `sum V v_f W / sum V W`, as DualSPHysics
+//! 5.0's `KerInteractionBoundCorrection` takes it ("ghost node velocity (0th order)"): the
+//! velocity enters only the viscous term, and the first order would add 9 sums a neighbour to
+//! the ghost's 20 (open boundaries, whose buffer particles move with the extrapolated
+//! velocity, take it to first order: [`GhostVelocity`]). No-slip `2 v_wall - v_g`, free
 //! slip `v_wall + u_t - u_n` with `u = v_g - v_wall` split into its normal part `u_n =
 //! (u . n) n` and tangential part `u_t`. The continuity equation keeps the wall's own
 //! velocity. DualSPHysics 5.0's first mDBC left the boundary velocity at the wall's (no
@@ -57,7 +61,9 @@ pub fn ghost_offset(off: V3, wall: [f32; 4], support: f32) -> Option<V3> {
 
 /// Sums over the fluid neighbours of a ghost node: the matrix A (row-major, the first
 /// `dim + 1` rows and columns used) and four right-hand sides (relative density, then the
-/// velocity components), each `[sum V q W, sum V q gw]` for the quantity q.
+/// velocity components), each `[sum V q W, sum V q gw]` for the quantity q. A velocity's
+/// Shepard value reads only its first entry ([`GhostVelocity::Shepard`]); on the GPU the
+/// others are then never summed (the compiler drops sums nobody reads).
 ///
 /// A's block of rows and columns 1.. is `-sum V gw r^T`, symmetric (gw = r F(|r|) is
 /// parallel to r), so only its upper triangle (column >= row) is summed; [`ghost_values`]
@@ -164,12 +170,21 @@ pub fn adjugate(a: &[[f64; 4]; 4], n: usize) -> (f64, [[f64; 4]; 4]) {
     (det, adj)
 }
 
+/// How a ghost node's velocity is interpolated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GhostVelocity {
+    /// `sum V v W / sum V W` (mDBC walls, as DualSPHysics 5.0).
+    Shepard,
+    /// The first entry of `A^-1 b_c` for each component c when the density is solved to
+    /// first order, else Shepard (open boundaries).
+    FirstOrder,
+}
+
 /// The ghost node's values from its sums: first order when `|det A| >= DET_MIN`, else
 /// Shepard when `sum V W >= SHEPARD_MIN`, else None (no fluid worth the name). The first
-/// order takes all of `A^-1 b_0` (the density and its gradient) and the first entry of
-/// `A^-1 b_c` for the velocity components c.
+/// order takes all of `A^-1 b_0` (the density and its gradient); the velocity is `order`'s.
 #[inline(always)]
-pub fn ghost_values<const DIM: usize>(s: &GhostSums) -> Option<Ghost> {
+pub fn ghost_values<const DIM: usize>(s: &GhostSums, order: GhostVelocity) -> Option<Ghost> {
     let n = DIM + 1;
     let mut a = [[0.0f64; 4]; 4];
     for row in 0..n {
@@ -193,15 +208,23 @@ pub fn ghost_values<const DIM: usize>(s: &GhostSums) -> Option<Ghost> {
         for k in 0..DIM {
             grad[k] = solve(1 + k, 0);
         }
-        let vel = V3::new(solve(0, 1), solve(0, 2), solve(0, 3));
+        let vel = match order {
+            GhostVelocity::FirstOrder => V3::new(solve(0, 1), solve(0, 2), solve(0, 3)),
+            GhostVelocity::Shepard => shepard_velocity(s),
+        };
         return Some(Ghost { d: solve(0, 0), grad: V3::new(grad[0], grad[1], grad[2]), vel });
     }
     let shepard = s.a[0][0];
     if shepard >= SHEPARD_MIN {
-        let vel = V3::new(s.b[1][0], s.b[2][0], s.b[3][0]) * (1.0 / shepard);
-        return Some(Ghost { d: s.b[0][0] / shepard, grad: V3::new(0.0, 0.0, 0.0), vel });
+        return Some(Ghost { d: s.b[0][0] / shepard, grad: V3::new(0.0, 0.0, 0.0), vel: shepard_velocity(s) });
     }
     None
+}
+
+/// The ghost's Shepard velocity `sum V v W / sum V W`.
+#[inline(always)]
+fn shepard_velocity(s: &GhostSums) -> V3 {
+    V3::new(s.b[1][0], s.b[2][0], s.b[3][0]) * (1.0 / s.a[0][0])
 }
 
 /// Relative density of the boundary particle at `to_b = x_b - x_g` from its ghost: the
@@ -233,7 +256,7 @@ pub fn free_slip(v_wall: V3, v_ghost: V3, n: V3) -> V3 {
 #[inline(always)]
 pub fn mdbc_state<const DIM: usize>(s: &GhostSums, wall: [f32; 4], v_wall: V3, slip: Slip) -> [f32; 4] {
     let n = V3::from4(wall);
-    match ghost_values::<DIM>(s) {
+    match ghost_values::<DIM>(s, GhostVelocity::Shepard) {
         Some(g) => {
             let d = boundary_density(g.d, g.grad, n * (-2.0 * wall[3]));
             let v = match slip {
@@ -318,8 +341,14 @@ mod tests {
     }
 
     /// The ghost sums of a full 2D lattice of spacing dp around x_g with a linear density
-    /// d(x) = d0 + gx . x and a uniform velocity.
-    fn lattice_sums(xg: [f32; 2], d0: f32, gx: [f32; 2], vel: V3, keep: impl Fn(f32, f32) -> bool) -> GhostSums {
+    /// d(x) = d0 + gx . x and the velocity field `vel`.
+    fn lattice_sums(
+        xg: [f32; 2],
+        d0: f32,
+        gx: [f32; 2],
+        vel: impl Fn(f32, f32) -> V3,
+        keep: impl Fn(f32, f32) -> bool,
+    ) -> GhostSums {
         let (h, dp) = (0.03f32, 0.02f32);
         let k = WendlandC2::new(h as f64, 2);
         let mut s = GhostSums::default();
@@ -336,7 +365,7 @@ mod tests {
                 }
                 let d = d0 + gx[0] * x + gx[1] * y;
                 let vol = dp * dp / (1.0 + d);
-                s.add::<2>(r, k.w(q), r * k.f(q), vol, d, vel);
+                s.add::<2>(r, k.w(q), r * k.f(q), vol, d, vel(x, y));
             }
         }
         s
@@ -346,28 +375,31 @@ mod tests {
     fn a_linear_field_is_reproduced_by_the_first_order_interpolation() {
         let vel = V3::new(0.3, -0.1, 0.0);
         // Full support: exact to float32 rounding.
-        let s = lattice_sums([0.013, -0.004], 0.01, [0.5, -2.0], vel, |_, _| true);
-        let g = ghost_values::<2>(&s).unwrap();
+        let s = lattice_sums([0.013, -0.004], 0.01, [0.5, -2.0], |_, _| vel, |_, _| true);
+        let g = ghost_values::<2>(&s, GhostVelocity::FirstOrder).unwrap();
         assert!((g.d - (0.01 + 0.5 * 0.013 + 2.0 * 0.004)).abs() < 1e-6, "{g:?}");
         assert!((g.grad.x - 0.5).abs() < 1e-3 && (g.grad.y + 2.0).abs() < 1e-3, "{g:?}");
         assert!((g.vel - vel).norm2() < 1e-10, "{g:?}");
+        // A uniform velocity: the Shepard value is exact too, and the density the same.
+        let z = ghost_values::<2>(&s, GhostVelocity::Shepard).unwrap();
+        assert!((z.vel - vel).norm2() < 1e-10 && z.d == g.d && z.grad == g.grad, "{z:?}");
         // Half a support (the fluid above a wall at y = 0, the ghost dp above it): still
         // exact, where a Shepard sum would be off by the gradient times the offset.
-        let s = lattice_sums([0.0, 0.02], 0.02, [0.0, -1.0], vel, |_, y| y > 0.0);
-        let g = ghost_values::<2>(&s).unwrap();
+        let s = lattice_sums([0.0, 0.02], 0.02, [0.0, -1.0], |_, _| vel, |_, y| y > 0.0);
+        let g = ghost_values::<2>(&s, GhostVelocity::FirstOrder).unwrap();
         assert!((g.d - (0.02 - 0.02)).abs() < 1e-6 && (g.grad.y + 1.0).abs() < 1e-3, "{g:?}");
         // The boundary particle dp/2 below the wall: its ghost at +dp/2 extrapolates to
         // d(-dp/2) = 0.02 + 0.01.
-        let s = lattice_sums([0.0, 0.01], 0.02, [0.0, -1.0], V3::new(0.0, 0.0, 0.0), |_, y| y > 0.0);
+        let s = lattice_sums([0.0, 0.01], 0.02, [0.0, -1.0], |_, _| V3::new(0.0, 0.0, 0.0), |_, y| y > 0.0);
         let st = mdbc_state::<2>(&s, [0.0, 1.0, 0.0, 0.01], V3::new(0.0, 0.0, 0.0), Slip::No);
         assert!((st[3] - 0.03).abs() < 1e-6, "{st:?}");
         // The slip changes the velocity only: no-slip mirrors the ghost's through the wall's,
         // free slip mirrors its normal part, `Wall` shows the wall's own velocity.
-        let s = lattice_sums([0.0, 0.01], 0.02, [0.0, -1.0], vel, |_, y| y > 0.0);
+        let s = lattice_sums([0.0, 0.01], 0.02, [0.0, -1.0], |_, _| vel, |_, y| y > 0.0);
         let (wall, v_wall) = ([0.0, 1.0, 0.0, 0.01], V3::new(0.3, 0.0, 0.0));
         let [no, free, own] = [Slip::No, Slip::Free, Slip::Wall].map(|k| mdbc_state::<2>(&s, wall, v_wall, k));
         assert!(no[3] == free[3] && no[3] == own[3], "{no:?} {free:?} {own:?}");
-        let g = ghost_values::<2>(&s).unwrap().vel;
+        let g = ghost_values::<2>(&s, GhostVelocity::Shepard).unwrap().vel;
         assert!((V3::from4(no) - (v_wall * 2.0 - g)).norm2() < 1e-10, "{no:?}");
         assert!((V3::from4(free) - V3::new(g.x, -g.y, 0.0)).norm2() < 1e-10, "{free:?}");
         assert_eq!(V3::from4(own), v_wall);
@@ -378,9 +410,23 @@ mod tests {
             [0.5, 0.0, 0.0, 0.0]
         );
         // A single far neighbour: A is singular, Shepard gives its values.
-        let s = lattice_sums([0.0, 0.0], 0.004, [0.0, 0.0], vel, |x, y| x > 0.0 && x < 0.02 && y > 0.02 && y < 0.04);
+        let s =
+            lattice_sums([0.0, 0.0], 0.004, [0.0, 0.0], |_, _| vel, |x, y| x > 0.0 && x < 0.02 && y > 0.02 && y < 0.04);
         assert!(s.a[0][0] >= SHEPARD_MIN);
-        let g = ghost_values::<2>(&s).unwrap();
+        let g = ghost_values::<2>(&s, GhostVelocity::FirstOrder).unwrap();
         assert!((g.d - 0.004).abs() < 1e-7 && g.grad == V3::new(0.0, 0.0, 0.0), "{g:?}");
+    }
+
+    #[test]
+    fn the_velocity_orders_differ_where_the_velocity_varies() {
+        // u = 2 y over the fluid above a wall at y = 0, the ghost at y = 0.02: the first order
+        // gives u(0.02) = 0.04 (to float32 rounding); Shepard the kernel-weighted mean over the
+        // half support, which lies higher (mDBC walls take it, as DualSPHysics 5.0 does).
+        let s = lattice_sums([0.0, 0.02], 0.0, [0.0, 0.0], |_, y| V3::new(2.0 * y, 0.0, 0.0), |_, y| y > 0.0);
+        let first = ghost_values::<2>(&s, GhostVelocity::FirstOrder).unwrap().vel;
+        let shepard = ghost_values::<2>(&s, GhostVelocity::Shepard).unwrap().vel;
+        assert!((first.x - 0.04).abs() < 1e-6, "{first:?}");
+        assert!(shepard.x > 0.045 && shepard.x < 0.08, "{shepard:?}");
+        assert_eq!(shepard.x, s.b[1][0] * (1.0 / s.a[0][0]));
     }
 }
