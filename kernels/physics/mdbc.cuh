@@ -11,8 +11,7 @@
 // surge_core::physics::mdbc::{DET_MIN, SHEPARD_MIN} (crates/surge-cuda/src/compile.rs).
 
 // A's block of rows and columns 1.. is symmetric: only its upper triangle is summed
-// (twin of surge_core::physics::mdbc::GhostSums). Sums nobody reads (a velocity's entries
-// past the first, with its Shepard value) are dropped by the compiler.
+// (twin of surge_core::physics::mdbc::GhostSums).
 struct GhostSums {
     float a[4][4];
     float b[4][4];  // b[0] relative density, b[1..3] velocity x, y, z
@@ -28,7 +27,9 @@ __device__ __forceinline__ bool ghost_offset(float3 off, float4 wall, float supp
 }
 
 // Fluid neighbour at r = x_g - x_f: kernel value w, gradient at the ghost gw, volume vol,
-// relative density d, velocity v (GhostSums::add).
+// relative density d, velocity v; the velocity's gradient rows only with VEL_FIRST (open
+// boundaries; GhostSums::add).
+template <bool VEL_FIRST>
 __device__ __forceinline__ void ghost_add(GhostSums &s, float3 r, float w, float3 gw, float vol, float d, float3 v) {
     const float rr[3] = {r.x, r.y, r.z};
     const float g[3] = {gw.x, gw.y, gw.z};
@@ -43,7 +44,8 @@ __device__ __forceinline__ void ghost_add(GhostSums &s, float3 r, float w, float
 #pragma unroll
         for (int k = row > 0 ? row - 1 : 0; k < DIM; ++k) s.a[row][1 + k] -= weight[row] * rr[k];
 #pragma unroll
-        for (int c = 0; c < 4; ++c) s.b[c][row] += weight[row] * q[c];
+        for (int c = 0; c < 4; ++c)
+            if (row == 0 || c == 0 || VEL_FIRST) s.b[c][row] += weight[row] * q[c];
     }
 }
 
@@ -98,8 +100,9 @@ __device__ __forceinline__ float3 shepard_velocity(const GhostSums &s) {
 
 // The ghost's relative density, gradient and velocity; false without fluid worth the name.
 // First order: all of A^-1 b_0 (density, gradient), and with `vel_first_order` (open
-// boundaries; GhostVelocity::FirstOrder) the first entry of A^-1 b_c for the velocity
-// components, else (mDBC walls; GhostVelocity::Shepard) their Shepard values.
+// boundaries; GhostVelocity::FirstOrder, sums added with VEL_FIRST) the first entry of
+// A^-1 b_c for the velocity components, else (mDBC walls; GhostVelocity::Shepard) their
+// Shepard values.
 __device__ __forceinline__ bool ghost_values(const GhostSums &s, bool vel_first_order, float &d, float3 &grad,
                                              float3 &vel) {
     const int n = DIM + 1;

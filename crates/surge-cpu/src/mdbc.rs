@@ -103,9 +103,10 @@ pub(crate) fn new_pass() -> u64 {
 /// order (the open boundaries' pass shares it, taking fluid particles only). The neighbour
 /// of rank k goes to the sums of lane k mod 8, the lanes added up at the end
 /// ([`ghost_total`]); with `at.simd` and the Wendland kernel the eight lanes are
-/// summed at once (AVX2), the same float operations lane by lane.
+/// summed at once (AVX2), the same float operations lane by lane. The velocity's gradient
+/// rows only with `VEL_FIRST` (open boundaries; `GhostSums::add`).
 #[inline(always)]
-pub(crate) fn ghost_sums<K: SmoothingKernel, const DIM: usize>(
+pub(crate) fn ghost_sums<K: SmoothingKernel, const DIM: usize, const VEL_FIRST: bool>(
     kernel: &K,
     at: &Ghosts,
     pos: &[[f32; 4]],
@@ -142,7 +143,7 @@ pub(crate) fn ghost_sums<K: SmoothingKernel, const DIM: usize>(
             });
             let [inv_h, a_w, a_f] = kernel.constants();
             // SAFETY: AVX2 (`at.simd`); the hits index the particle arrays.
-            let lanes = unsafe { simd::sums::<DIM>(hits, pos, vel, [inv_h, a_w, a_f], consts.rho0) };
+            let lanes = unsafe { simd::sums::<DIM, VEL_FIRST>(hits, pos, vel, [inv_h, a_w, a_f], consts.rho0) };
             return ghost_total(&lanes);
         }
         let mut lanes = [GhostSums::default(); 8];
@@ -151,7 +152,7 @@ pub(crate) fn ghost_sums<K: SmoothingKernel, const DIM: usize>(
             let q = r2.sqrt();
             let dj = vel[j][3];
             let vol = pos[j][3] / consts.density(dj);
-            lanes[k % 8].add::<DIM>(r, kernel.w(q), r * kernel.f(q), vol, dj, V3::from4(vel[j]));
+            lanes[k % 8].add::<DIM, VEL_FIRST>(r, kernel.w(q), r * kernel.f(q), vol, dj, V3::from4(vel[j]));
             k += 1;
         });
         ghost_total(&lanes)
@@ -210,7 +211,7 @@ mod simd {
     /// # Safety
     /// AVX2 and POPCNT (`crate::lanes::avx2`); every hit's j indexes `pos` and `vel`.
     #[target_feature(enable = "avx2,popcnt")]
-    pub(super) unsafe fn sums<const DIM: usize>(
+    pub(super) unsafe fn sums<const DIM: usize, const VEL_FIRST: bool>(
         hits: &Hits,
         pos: &[[f32; 4]],
         vel: &[[f32; 4]],
@@ -267,8 +268,10 @@ mod simd {
                 for k in row.saturating_sub(1)..DIM {
                     a[row][1 + k] = keep(a[row][1 + k], _mm256_sub_ps(a[row][1 + k], _mm256_mul_ps(weight[row], r[k])));
                 }
-                for (bq, v) in b.iter_mut().zip(qv) {
-                    bq[row] = keep(bq[row], _mm256_add_ps(bq[row], _mm256_mul_ps(weight[row], v)));
+                for (c, (bq, v)) in b.iter_mut().zip(qv).enumerate() {
+                    if row == 0 || c == 0 || VEL_FIRST {
+                        bq[row] = keep(bq[row], _mm256_add_ps(bq[row], _mm256_mul_ps(weight[row], v)));
+                    }
                 }
             }
             g += 8;
@@ -313,7 +316,7 @@ fn pass<K: SmoothingKernel, const DIM: usize>(
                 *out = vel[i];
                 return;
             };
-            let sums = ghost_sums::<K, DIM>(&kernel, at, pos, vel, cell[i], og, |_| true);
+            let sums = ghost_sums::<K, DIM, false>(&kernel, at, pos, vel, cell[i], og, |_| true);
             *out = mdbc_state::<DIM>(&sums, wall[i], V3::from4(vel[i]), slip.of(info[i][0]));
         });
     }

@@ -75,7 +75,7 @@ fn run<K: SmoothingKernel, const DIM: usize>(
             let vel: &[[f32; 4]] = vel;
             let og = V3::new(og[0], og[1], og[2]);
             let fluid = |j: usize| info[j][1] == Kind::Fluid as u32;
-            let sums = ghost_sums::<K, DIM>(&kernel, &at, pos, vel, cell[i], og, fluid);
+            let sums = ghost_sums::<K, DIM, true>(&kernel, &at, pos, vel, cell[i], og, fluid);
             let d = z.density_at(x, DIM, consts, g);
             Some((i, z.state::<DIM>(x, speeds[k], d, &sums, vel[i])))
         })

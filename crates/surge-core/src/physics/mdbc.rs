@@ -62,8 +62,9 @@ pub fn ghost_offset(off: V3, wall: [f32; 4], support: f32) -> Option<V3> {
 /// Sums over the fluid neighbours of a ghost node: the matrix A (row-major, the first
 /// `dim + 1` rows and columns used) and four right-hand sides (relative density, then the
 /// velocity components), each `[sum V q W, sum V q gw]` for the quantity q. A velocity's
-/// Shepard value reads only its first entry ([`GhostVelocity::Shepard`]); on the GPU the
-/// others are then never summed (the compiler drops sums nobody reads).
+/// Shepard value reads only its first entry ([`GhostVelocity::Shepard`]): sums added with
+/// `VEL_FIRST = false` hold only those (the others stay 0), and on the GPU the compiler drops
+/// the sums nobody reads.
 ///
 /// A's block of rows and columns 1.. is `-sum V gw r^T`, symmetric (gw = r F(|r|) is
 /// parallel to r), so only its upper triangle (column >= row) is summed; [`ghost_values`]
@@ -80,9 +81,10 @@ pub struct GhostSums {
 impl GhostSums {
     /// Add fluid neighbour f at `r = x_g - x_f` with kernel value `w`, kernel gradient at the
     /// ghost `gw = grad_g W(r)`, volume `vol`, relative density `d` and velocity `v`. Only
-    /// the first DIM axes are summed.
+    /// the first DIM axes are summed, and the velocity's gradient rows only with `VEL_FIRST`
+    /// (for [`GhostVelocity::FirstOrder`]).
     #[inline(always)]
-    pub fn add<const DIM: usize>(&mut self, r: V3, w: f32, gw: V3, vol: f32, d: f32, v: V3) {
+    pub fn add<const DIM: usize, const VEL_FIRST: bool>(&mut self, r: V3, w: f32, gw: V3, vol: f32, d: f32, v: V3) {
         let (r, gw) = ([r.x, r.y, r.z], [gw.x, gw.y, gw.z]);
         // Row 0 weighs by V W, row 1 + k by V gw_k.
         let mut weight = [vol * w, 0.0, 0.0, 0.0];
@@ -96,8 +98,10 @@ impl GhostSums {
             for k in row.saturating_sub(1)..DIM {
                 self.a[row][1 + k] -= weight[row] * r[k];
             }
-            for (bq, qv) in self.b.iter_mut().zip(q) {
-                bq[row] += weight[row] * qv;
+            for (c, (bq, qv)) in self.b.iter_mut().zip(q).enumerate() {
+                if row == 0 || c == 0 || VEL_FIRST {
+                    bq[row] += weight[row] * qv;
+                }
             }
         }
     }
@@ -182,7 +186,8 @@ pub enum GhostVelocity {
 
 /// The ghost node's values from its sums: first order when `|det A| >= DET_MIN`, else
 /// Shepard when `sum V W >= SHEPARD_MIN`, else None (no fluid worth the name). The first
-/// order takes all of `A^-1 b_0` (the density and its gradient); the velocity is `order`'s.
+/// order takes all of `A^-1 b_0` (the density and its gradient); the velocity is `order`'s
+/// (`FirstOrder` needs sums added with `VEL_FIRST`).
 #[inline(always)]
 pub fn ghost_values<const DIM: usize>(s: &GhostSums, order: GhostVelocity) -> Option<Ghost> {
     let n = DIM + 1;
@@ -342,7 +347,7 @@ mod tests {
 
     /// The ghost sums of a full 2D lattice of spacing dp around x_g with a linear density
     /// d(x) = d0 + gx . x and the velocity field `vel`.
-    fn lattice_sums(
+    fn lattice_sums<const VEL_FIRST: bool>(
         xg: [f32; 2],
         d0: f32,
         gx: [f32; 2],
@@ -365,7 +370,7 @@ mod tests {
                 }
                 let d = d0 + gx[0] * x + gx[1] * y;
                 let vol = dp * dp / (1.0 + d);
-                s.add::<2>(r, k.w(q), r * k.f(q), vol, d, vel(x, y));
+                s.add::<2, VEL_FIRST>(r, k.w(q), r * k.f(q), vol, d, vel(x, y));
             }
         }
         s
@@ -375,7 +380,7 @@ mod tests {
     fn a_linear_field_is_reproduced_by_the_first_order_interpolation() {
         let vel = V3::new(0.3, -0.1, 0.0);
         // Full support: exact to float32 rounding.
-        let s = lattice_sums([0.013, -0.004], 0.01, [0.5, -2.0], |_, _| vel, |_, _| true);
+        let s = lattice_sums::<true>([0.013, -0.004], 0.01, [0.5, -2.0], |_, _| vel, |_, _| true);
         let g = ghost_values::<2>(&s, GhostVelocity::FirstOrder).unwrap();
         assert!((g.d - (0.01 + 0.5 * 0.013 + 2.0 * 0.004)).abs() < 1e-6, "{g:?}");
         assert!((g.grad.x - 0.5).abs() < 1e-3 && (g.grad.y + 2.0).abs() < 1e-3, "{g:?}");
@@ -385,17 +390,17 @@ mod tests {
         assert!((z.vel - vel).norm2() < 1e-10 && z.d == g.d && z.grad == g.grad, "{z:?}");
         // Half a support (the fluid above a wall at y = 0, the ghost dp above it): still
         // exact, where a Shepard sum would be off by the gradient times the offset.
-        let s = lattice_sums([0.0, 0.02], 0.02, [0.0, -1.0], |_, _| vel, |_, y| y > 0.0);
+        let s = lattice_sums::<true>([0.0, 0.02], 0.02, [0.0, -1.0], |_, _| vel, |_, y| y > 0.0);
         let g = ghost_values::<2>(&s, GhostVelocity::FirstOrder).unwrap();
         assert!((g.d - (0.02 - 0.02)).abs() < 1e-6 && (g.grad.y + 1.0).abs() < 1e-3, "{g:?}");
         // The boundary particle dp/2 below the wall: its ghost at +dp/2 extrapolates to
         // d(-dp/2) = 0.02 + 0.01.
-        let s = lattice_sums([0.0, 0.01], 0.02, [0.0, -1.0], |_, _| V3::new(0.0, 0.0, 0.0), |_, y| y > 0.0);
+        let s = lattice_sums::<true>([0.0, 0.01], 0.02, [0.0, -1.0], |_, _| V3::new(0.0, 0.0, 0.0), |_, y| y > 0.0);
         let st = mdbc_state::<2>(&s, [0.0, 1.0, 0.0, 0.01], V3::new(0.0, 0.0, 0.0), Slip::No);
         assert!((st[3] - 0.03).abs() < 1e-6, "{st:?}");
         // The slip changes the velocity only: no-slip mirrors the ghost's through the wall's,
         // free slip mirrors its normal part, `Wall` shows the wall's own velocity.
-        let s = lattice_sums([0.0, 0.01], 0.02, [0.0, -1.0], |_, _| vel, |_, y| y > 0.0);
+        let s = lattice_sums::<true>([0.0, 0.01], 0.02, [0.0, -1.0], |_, _| vel, |_, y| y > 0.0);
         let (wall, v_wall) = ([0.0, 1.0, 0.0, 0.01], V3::new(0.3, 0.0, 0.0));
         let [no, free, own] = [Slip::No, Slip::Free, Slip::Wall].map(|k| mdbc_state::<2>(&s, wall, v_wall, k));
         assert!(no[3] == free[3] && no[3] == own[3], "{no:?} {free:?} {own:?}");
@@ -410,8 +415,13 @@ mod tests {
             [0.5, 0.0, 0.0, 0.0]
         );
         // A single far neighbour: A is singular, Shepard gives its values.
-        let s =
-            lattice_sums([0.0, 0.0], 0.004, [0.0, 0.0], |_, _| vel, |x, y| x > 0.0 && x < 0.02 && y > 0.02 && y < 0.04);
+        let s = lattice_sums::<true>(
+            [0.0, 0.0],
+            0.004,
+            [0.0, 0.0],
+            |_, _| vel,
+            |x, y| x > 0.0 && x < 0.02 && y > 0.02 && y < 0.04,
+        );
         assert!(s.a[0][0] >= SHEPARD_MIN);
         let g = ghost_values::<2>(&s, GhostVelocity::FirstOrder).unwrap();
         assert!((g.d - 0.004).abs() < 1e-7 && g.grad == V3::new(0.0, 0.0, 0.0), "{g:?}");
@@ -422,11 +432,16 @@ mod tests {
         // u = 2 y over the fluid above a wall at y = 0, the ghost at y = 0.02: the first order
         // gives u(0.02) = 0.04 (to float32 rounding); Shepard the kernel-weighted mean over the
         // half support, which lies higher (mDBC walls take it, as DualSPHysics 5.0 does).
-        let s = lattice_sums([0.0, 0.02], 0.0, [0.0, 0.0], |_, y| V3::new(2.0 * y, 0.0, 0.0), |_, y| y > 0.0);
+        let s = lattice_sums::<true>([0.0, 0.02], 0.0, [0.0, 0.0], |_, y| V3::new(2.0 * y, 0.0, 0.0), |_, y| y > 0.0);
         let first = ghost_values::<2>(&s, GhostVelocity::FirstOrder).unwrap().vel;
         let shepard = ghost_values::<2>(&s, GhostVelocity::Shepard).unwrap().vel;
         assert!((first.x - 0.04).abs() < 1e-6, "{first:?}");
         assert!(shepard.x > 0.045 && shepard.x < 0.08, "{shepard:?}");
         assert_eq!(shepard.x, s.b[1][0] * (1.0 / s.a[0][0]));
+        // Summed without the velocity's gradient rows (the mDBC passes): the same values.
+        let lean =
+            lattice_sums::<false>([0.0, 0.02], 0.0, [0.0, 0.0], |_, y| V3::new(2.0 * y, 0.0, 0.0), |_, y| y > 0.0);
+        assert!(lean.b[1][1..].iter().all(|&x| x == 0.0) && s.b[1][1..].iter().any(|&x| x != 0.0));
+        assert_eq!(ghost_values::<2>(&lean, GhostVelocity::Shepard), ghost_values::<2>(&s, GhostVelocity::Shepard));
     }
 }
