@@ -63,8 +63,8 @@ pub fn ghost_offset(off: V3, wall: [f32; 4], support: f32) -> Option<V3> {
 /// `dim + 1` rows and columns used) and four right-hand sides (relative density, then the
 /// velocity components), each `[sum V q W, sum V q gw]` for the quantity q. A velocity's
 /// Shepard value reads only its first entry ([`GhostVelocity::Shepard`]): sums added with
-/// `VEL_FIRST = false` hold only those (the others stay 0), and on the GPU the compiler drops
-/// the sums nobody reads.
+/// `VEL_FIRST = false` hold only those (the others stay 0), as the GPU's
+/// `ghost_add<VEL_FIRST>` sums them.
 ///
 /// A's block of rows and columns 1.. is `-sum V gw r^T`, symmetric (gw = r F(|r|) is
 /// parallel to r), so only its upper triangle (column >= row) is summed; [`ghost_values`]
