@@ -942,9 +942,9 @@ extern "C" __global__ void __launch_bounds__(256, FORCES_MIN_BLOCKS) forces_kern
 // The sums of a ghost node at offset og from the centre of cell c (any length: re-centred on
 // the cell that holds it, as rekey_kernel would) over the particles of the fluid bins of its
 // stencil within the support, in stencil then storage order (TRAVERSAL 0, the CPU's order) or
-// row by row (1, 2 and 3); FLUID_ONLY skips the buffer particles of open boundaries, and
+// row by row (1, 2 and 3). OPEN_SUMS, the open boundaries' sums, skips their buffer particles and
 // sums the velocity's gradient rows for their first-order velocity (twin of
-// crates/surge-cpu/src/mdbc.rs, ghost_sums, with VEL_FIRST).
+// crates/surge-cpu/src/mdbc.rs, ghost_sums: its `take` of fluid only, and VEL_FIRST).
 // The cell `cg` that holds a ghost node at offset og from the centre of cell c, and its
 // offset `o` from that cell's centre (as rekey_kernel would place it; not clamped).
 __device__ __forceinline__ void ghost_cell(float3 og, int4 c, int cg[3], float o[3]) {
@@ -958,7 +958,7 @@ __device__ __forceinline__ void ghost_cell(float3 og, int4 c, int cg[3], float o
     }
 }
 
-template <bool FLUID_ONLY>
+template <bool OPEN_SUMS>
 __device__ __forceinline__ void ghost_sums(float3 og, int4 c, int wlo, int whi, const float4 *__restrict__ pos,
                                            const float4 *vel, const Info *__restrict__ info,
                                            const unsigned *__restrict__ cell_start, GhostSums &s) {
@@ -972,7 +972,7 @@ __device__ __forceinline__ void ghost_sums(float3 og, int4 c, int wlo, int whi, 
         }
     // One fluid-bin particle j of the stencil, b the node's offset from j's cell centre.
     auto candidate = [&](unsigned j, const float b[3]) {
-        if (FLUID_ONLY && info_kind(info[j]) != 0u) return;
+        if (OPEN_SUMS && info_kind(info[j]) != 0u) return;
         const float4 pj4 = pos[j];
         const float3 r = v3(b[0] - pj4.x, b[1] - pj4.y, b[2] - pj4.z);
         const float r2 = norm2(r);
@@ -980,7 +980,7 @@ __device__ __forceinline__ void ghost_sums(float3 og, int4 c, int wlo, int whi, 
             const float q = sqrtf(r2);
             const float4 vj4 = vel[j];
             const float vol = MASS / (RHO0 * (1.0f + vj4.w));
-            ghost_add<FLUID_ONLY>(s, r, KERNEL_W(q), r * KERNEL_F(q), vol, vj4.w, xyz(vj4));
+            ghost_add<OPEN_SUMS>(s, r, KERNEL_W(q), r * KERNEL_F(q), vol, vj4.w, xyz(vj4));
         }
     };
     const CellTable table = cell_table(cell_start, wlo, whi);

@@ -88,27 +88,28 @@ fn cuda_matches_cpu_on_every_config() {
         // net moment is 12 N m of loads of 780 N on arms up to 0.5 m; reordering one sum of the
         // CPU's mDBC pass alone (the eight lanes' totals) moved it by up to 2.9e-4 N m within
         // these 100 steps, and the GPU differs from the CPU by 1.3e-3 N m, 1e-4 of it.
-        let moment_floor = |g: &str| {
-            case.gauges
-                .iter()
-                .find_map(|gauge| match gauge {
-                    surge_core::case::Gauge::Force { name, solid, about } if g == format!("{name}.m") => {
-                        let ids = surge_core::geometry::solid_ids(&case, *solid);
-                        let arm =
-                            a.id.iter()
-                                .zip(&a.pos)
-                                .filter(|(id, _)| ids.contains(id))
-                                .map(|(_, p)| (0..3).map(|k| (p[k] - about[k]).powi(2)).sum::<f64>().sqrt())
-                                .fold(0.0, f64::max);
-                        Some(largest(&format!("{name}.f")) * arm)
-                    }
-                    _ => None,
-                })
-                .unwrap_or(0.0)
-        };
+        // Each force gauge's moment group ("NAME.m") and that floor, found once.
+        let moment_floors: Vec<(String, f64)> = case
+            .gauges
+            .iter()
+            .filter_map(|gauge| match gauge {
+                surge_core::case::Gauge::Force { name, solid, about } => {
+                    let ids = surge_core::geometry::solid_ids(&case, *solid);
+                    let arm =
+                        a.id.iter()
+                            .zip(&a.pos)
+                            .filter(|(id, _)| ids.contains(id))
+                            .map(|(_, p)| (0..3).map(|k| (p[k] - about[k]).powi(2)).sum::<f64>().sqrt())
+                            .fold(0.0, f64::max);
+                    Some((format!("{name}.m"), largest(&format!("{name}.f")) * arm))
+                }
+                _ => None,
+            })
+            .collect();
         let scale = |k: usize| {
             let g = group(&columns[k]);
-            largest(&g).max(moment_floor(&g))
+            let floor = moment_floors.iter().find(|(m, _)| *m == g).map_or(0.0, |&(_, f)| f);
+            largest(&g).max(floor)
         };
         let (worst, dg) = ga
             .iter()
