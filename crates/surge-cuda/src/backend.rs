@@ -56,8 +56,8 @@ pub const CUDA_SKIN_FRACTION_MDBC: f64 = 0.04;
 /// Test 2 on an H100 (docs/PERFORMANCE.md, "A thinner skin" and "The ghost's velocity at
 /// zeroth order"): in the middle of the run at dp 0.006, 0.04 / 0.02 / 0.01 gave 10.39 /
 /// 9.85 / 9.59 ms/step; whole runs at dp 0.01 to t = 2 s 3.261 (0.04) against 3.198 ms/step;
-/// at dp 0.006 to t = 2 s 10.72 ms/step with 0.01 (11.10 with 0.04 and the code of 255bf53,
-/// where 0.02 took 11.22: the same-code comparison with 0.01 is still to be made).
+/// at dp 0.006 to t = 2 s, the same code on one H200 (2026-11-28), 10.464 ms/step with 0.01
+/// against 10.721 with 0.04 ("The mDBC skin over the whole run at the benchmark resolution").
 pub const CUDA_SKIN_FRACTION_MDBC_3D: f64 = 0.01;
 
 /// The GPU's cells are half the support (plus skin) and its stencil reaches two cells each
