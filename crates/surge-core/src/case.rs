@@ -1702,13 +1702,30 @@ impl Case {
             if gauges.iter().any(|o: &Gauge| o.name() == n) {
                 return Err(c.err(format!("{field}.name"), format!("another gauge is already named `{n}`")));
             }
+            // A point outside the domain never sees fluid: its column would read 0 for the
+            // whole run (a point in millimetres, say), so it is refused before the run.
+            let inside = |key: &str, p: [f64; 3], axes: usize| -> Result<[f64; 3], CaseError> {
+                match (0..axes).find(|&a| p[a] < domain.min[a] || p[a] > domain.max[a]) {
+                    Some(a) => Err(c.err(
+                        format!("{field}.{key}"),
+                        format!(
+                            "{} = {} lies outside the domain's {} = {} to {}: a gauge there never sees the fluid \
+                             (positions are in metres)",
+                            AXES[a], p[a], AXES[a], domain.min[a], domain.max[a]
+                        ),
+                    )),
+                    None => Ok(p),
+                }
+            };
             gauges.push(match g {
-                GaugeSpec::Pressure { name, point } => {
-                    Gauge::Pressure { name: name.clone(), point: c.vec(&format!("{field}.point"), point, dim)? }
-                }
-                GaugeSpec::WaterHeight { name, at } => {
-                    Gauge::WaterHeight { name: name.clone(), at: c.vec(&format!("{field}.at"), at, dim - 1)? }
-                }
+                GaugeSpec::Pressure { name, point } => Gauge::Pressure {
+                    name: name.clone(),
+                    point: inside("point", c.vec(&format!("{field}.point"), point, dim)?, dim)?,
+                },
+                GaugeSpec::WaterHeight { name, at } => Gauge::WaterHeight {
+                    name: name.clone(),
+                    at: inside("at", c.vec(&format!("{field}.at"), at, dim - 1)?, dim - 1)?,
+                },
                 GaugeSpec::Front { name, axis, below } => {
                     if axis.index() >= dim {
                         return Err(c.err(
