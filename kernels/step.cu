@@ -620,56 +620,6 @@ __device__ __forceinline__ void row_particles(const CellTable &t, unsigned k, un
     w.start(t, k, kend, fluid_only, true);
     w.run(t, fluid_only, b, 0xffffffffu, visit);
 }
-
-#ifndef PREFETCH_FORCES
-#define PREFETCH_FORCES 0
-#endif
-#ifndef PREFETCH_GHOST
-#define PREFETCH_GHOST 0
-#endif
-// row_particles with each candidate's position read by the walk: visit(j, mid, b, pj4).
-// AHEAD (PREFETCH_FORCES for the force pass's `ranges`, PREFETCH_GHOST for the ghost-node
-// passes: `SURGE_CUDA_PREFETCH`, a measurement's switch, crates/surge-cuda/src/compile.rs)
-// reads the next candidate's position before the current one is summed, so that its load is
-// in flight while the lane works (the passes wait on their neighbours' loads:
-// docs/PERFORMANCE.md). The same candidates in the same order with the same offsets: the sums
-// are bitwise those of the plain walk.
-template <bool AHEAD, typename Visit>
-__device__ __forceinline__ void row_particles_at(const CellTable &t, unsigned k, unsigned kend, bool fluid_only,
-                                                 float b[3], const float4 *__restrict__ pos, Visit &&visit) {
-    if (!AHEAD) {
-        row_particles(t, k, kend, fluid_only, b,
-                      [&](unsigned j, unsigned mid, const float b[3]) { visit(j, mid, b, pos[j]); });
-        return;
-    }
-    const float step = RA == 0 ? CSX : RA == 1 ? CSY : CSZ;
-    unsigned j = t.begin(k), mid = t.mid(k), e = fluid_only ? mid : t.end(k);
-    // Moves (j, k, mid, e, b[RA]) on to the row's next candidate at or after j; false past
-    // the row's end (RowWalk::run's steps).
-    auto seek = [&]() -> bool {
-        while (j >= e) {
-            if (k == kend) return false;
-            ++k;
-            b[RA] -= step;
-            if (fluid_only) j = t.begin(k);
-            mid = t.mid(k);
-            e = fluid_only ? mid : t.end(k);
-        }
-        return true;
-    };
-    if (!seek()) return;
-    float4 next = pos[j];
-    for (;;) {
-        const float4 cur = next;
-        const unsigned jc = j, mc = mid;
-        const float bc[3] = {b[0], b[1], b[2]};
-        ++j;
-        const bool more = seek();
-        if (more) next = pos[j];
-        visit(jc, mc, bc, cur);
-        if (!more) break;
-    }
-}
 #endif
 
 // The force kernel's parameters (one kernel a traversal: the pencil and cta kernels below,
@@ -955,11 +905,9 @@ extern "C" __global__ void __launch_bounds__(256, FORCES_MIN_BLOCKS) forces_kern
         const float p[3] = {p4.x, p4.y, p4.z};
         if (sums) {
             stencil_rows<true>(c, p, wlo, whi, [&](unsigned k, unsigned kend, float b[3]) {
-                row_particles_at<PREFETCH_FORCES>(table, k, kend, !fluid, b, pos,
-                                 [&](unsigned j, unsigned mid, const float b[3], float4 pj4) {
-                                     force_candidate_at(pj4, j, mid, b[0], b[1], b[2], fluid, pi, vel, wall, mdbc,
-                                                        acc);
-                                 });
+                row_particles(table, k, kend, !fluid, b, [&](unsigned j, unsigned mid, const float b[3]) {
+                    force_candidate(j, mid, b[0], b[1], b[2], fluid, pi, pos, vel, wall, mdbc, acc);
+                });
             });
         }
 #else
@@ -1023,8 +971,9 @@ __device__ __forceinline__ void ghost_sums(float3 og, int4 c, int wlo, int whi, 
             s.b[row][k] = 0.0f;
         }
     // One fluid-bin particle j of the stencil, b the node's offset from j's cell centre.
-    auto candidate_at = [&](unsigned j, const float b[3], float4 pj4) {
+    auto candidate = [&](unsigned j, const float b[3]) {
         if (OPEN_SUMS && info_kind(info[j]) != 0u) return;
+        const float4 pj4 = pos[j];
         const float3 r = v3(b[0] - pj4.x, b[1] - pj4.y, b[2] - pj4.z);
         const float r2 = norm2(r);
         if (r2 < SUPPORT2) {
@@ -1037,8 +986,7 @@ __device__ __forceinline__ void ghost_sums(float3 og, int4 c, int wlo, int whi, 
     const CellTable table = cell_table(cell_start, wlo, whi);
 #if TRAVERSAL >= 1
     stencil_rows<true>(cg, o, wlo, whi, [&](unsigned k, unsigned kend, float b[3]) {
-        row_particles_at<PREFETCH_GHOST>(table, k, kend, true, b, pos,
-                         [&](unsigned j, unsigned, const float b[3], float4 pj4) { candidate_at(j, b, pj4); });
+        row_particles(table, k, kend, true, b, [&](unsigned j, unsigned, const float b[3]) { candidate(j, b); });
     });
 #else
     const int zlo = DIM == 3 ? -R : 0, zhi = DIM == 3 ? R : 0;
@@ -1054,7 +1002,7 @@ __device__ __forceinline__ void ghost_sums(float3 og, int4 c, int wlo, int whi, 
                 const unsigned k = cell_linear(cx, cy, cz, wlo);
                 const unsigned s0 = table.begin(k), mid = table.mid(k);
                 const float b[3] = {o[0] - (float)dx * CSX, o[1] - (float)dy * CSY, o[2] - (float)dz * CSZ};
-                for (unsigned j = s0; j < mid; ++j) candidate_at(j, b, pos[j]);
+                for (unsigned j = s0; j < mid; ++j) candidate(j, b);
             }
         }
     }

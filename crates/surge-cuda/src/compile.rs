@@ -223,14 +223,6 @@ pub fn defines(case: &Case, grid: &Grid, ids: u64) -> BTreeMap<&'static str, Str
     if let Some(b) = std::env::var("SURGE_CUDA_MDBC_MIN_BLOCKS").ok().filter(|v| v.parse::<u32>().is_ok()) {
         d.insert("MDBC_MIN_BLOCKS", b);
     }
-    // The row walks read each candidate's position one candidate ahead (kernels/step.cu,
-    // row_particles_at; the same sums): a measurement's switch, off by default until timed.
-    // `SURGE_CUDA_PREFETCH=ghost` in the ghost-node passes (mDBC, open boundaries), `forces`
-    // in the force pass's `ranges`, `all` in both.
-    let ahead = std::env::var("SURGE_CUDA_PREFETCH").unwrap_or_default();
-    let ahead = ahead.trim();
-    d.insert("PREFETCH_GHOST", u8::from(matches!(ahead, "ghost" | "all")).to_string());
-    d.insert("PREFETCH_FORCES", u8::from(matches!(ahead, "forces" | "all")).to_string());
     let traversal = match traversal(case, grid) {
         Traversal::Ranges => "1",
         Traversal::Pencil => "2",

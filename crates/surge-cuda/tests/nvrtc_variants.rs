@@ -3,8 +3,8 @@
 //! 2 time schemes; and mDBC (no-slip, free slip, the wall's velocity) with each kernel,
 //! viscosity, dimension and neighbour traversal (`gpu.traversal`; the 2D base is periodic along the key's fastest
 //! axis, where `ranges` falls back to `cells`), its values in the velocity buffer (walls at
-//! rest) or, with a force gauge, in their own; the cell table of one bin a cell; the walks
-//! that read each candidate one ahead; and an obstacle of the other slip.
+//! rest) or, with a force gauge, in their own; the cell table of one bin a cell; and an
+//! obstacle of the other slip.
 //! NVRTC must be present where `CI` or `SURGE_REQUIRE_NVRTC` is set (CI installs the
 //! nvidia-cuda-nvrtc wheel); elsewhere the test says it skipped.
 
@@ -160,21 +160,6 @@ fn every_kernel_specialisation_compiles() {
         }
     }
     std::env::remove_var("SURGE_CUDA_TABLE_BINS");
-    // The walks that read each candidate one ahead (`SURGE_CUDA_PREFETCH`): the force pass's
-    // `ranges` and the mDBC pass.
-    std::env::set_var("SURGE_CUDA_PREFETCH", "all");
-    for boundary in ["dbc", "mdbc"] {
-        let o: Vec<String> =
-            [format!("physics.boundary={{kind=\"{boundary}\"}}"), r#"gpu.traversal="ranges""#.to_string()].into();
-        let case = Case::from_str(BASE_3D, &o).unwrap_or_else(|e| panic!("{e}"));
-        let grid = Grid::new(&case, case.split_axis()).unwrap();
-        let d = defines(&case, &grid, 1000);
-        assert_eq!((d["PREFETCH_FORCES"].as_str(), d["PREFETCH_GHOST"].as_str()), ("1", "1"));
-        let c = compile(&d, "compute_90").unwrap_or_else(|e| panic!("{o:?}: {e}"));
-        assert!(c.ptx.contains(".entry forces_kernel"), "forces_kernel missing for {o:?}");
-        count += 1;
-    }
-    std::env::remove_var("SURGE_CUDA_PREFETCH");
     // mDBC no-slip with an obstacle of free slip, with one and two words of id and kind.
     for (base, obstacle) in [
         (BASE_2D, r#"obstacle=[{min=[0.4,0.6], max=[0.6,0.8], slip=true}]"#),
@@ -193,5 +178,5 @@ fn every_kernel_specialisation_compiles() {
     }
     let _ = std::fs::remove_dir_all(&cache);
     println!("{count} specialisations compiled in {:.1} s", t0.elapsed().as_secs_f64());
-    assert_eq!(count, 192 + 80 + 10 + 2 + 4);
+    assert_eq!(count, 192 + 80 + 10 + 4);
 }
