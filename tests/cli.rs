@@ -62,6 +62,7 @@ const BROKEN: &[(&str, &[&str])] = &[
     ("unknown_gauge_kind.toml", &["field `gauge[0].kind`", "`velocity`", "`pressure`"]),
     ("duplicate_gauge_name.toml", &["field `gauge[1].name`", "already named `p`"]),
     ("gauge_outside_domain.toml", &["field `gauge[0].point`", "x = 100 lies outside the domain", "metres"]),
+    ("front_below_domain.toml", &["field `gauge[0].below`", "above the domain's bottom", "found -5"]),
     ("force_gauge_unknown_solid.toml", &["field `gauge[0].on`", "`obstacle.7` names no solid", "obstacle.0"]),
     ("invalid_syntax.toml", &["not valid TOML", "unclosed table", "line 7"]),
     ("duplicate_key.toml", &["not valid TOML", "duplicate key", "line 6"]),

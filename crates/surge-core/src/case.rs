@@ -1733,6 +1733,19 @@ impl Case {
                             format!("axis {} does not exist in a {dim}D case", AXES[axis.index()]),
                         ));
                     }
+                    let vert = dim - 1;
+                    if let Some(b) = *below {
+                        if !b.is_finite() || b <= domain.min[vert] {
+                            return Err(c.err(
+                                format!("{field}.below"),
+                                format!(
+                                    "expected a height above the domain's bottom ({} = {}), found {b}: no fluid \
+                                     would ever be under it",
+                                    AXES[vert], domain.min[vert]
+                                ),
+                            ));
+                        }
+                    }
                     Gauge::Front { name: name.clone(), axis: axis.index(), below: below.unwrap_or(f64::INFINITY) }
                 }
                 GaugeSpec::Force { name, on, about } => {
