@@ -1043,7 +1043,7 @@ pub enum GaugeSpec {
     Pressure {
         /// Column name.
         name: String,
-        /// The point.
+        /// The point, inside the domain.
         point: Vec<f64>,
     },
     /// Water height along the vertical line (last axis) through `at` (x in 2D, x,y in 3D),
@@ -1052,7 +1052,7 @@ pub enum GaugeSpec {
     WaterHeight {
         /// Column name.
         name: String,
-        /// Horizontal position of the line.
+        /// Horizontal position of the line, inside the domain.
         at: Vec<f64>,
     },
     /// The largest coordinate of fluid along `axis`, optionally only fluid whose vertical
@@ -1062,7 +1062,7 @@ pub enum GaugeSpec {
         name: String,
         /// Axis of the front.
         axis: Axis,
-        /// Only fluid under this height counts.
+        /// Only fluid under this height counts (above the domain's bottom).
         below: Option<f64>,
     },
     /// Force and moment the fluid exerts on a wall or an obstacle: columns `NAME.fx`,
