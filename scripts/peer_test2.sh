@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# SPHERIC Test 2 at dp 0.006 on one GPU: DualSPHysics 5.0 (its own case, Spheric2Dam_04M) and
+# surge (configs/dam_break_3d.toml set to the same physics) in one call, DBC and mDBC, with the
+# peer's gauges patched to read P1 as surge does. For each boundary: ms/step, particle-steps/s
+# and bytes/particle of both codes, and (GAUGE_DT small) both codes' figures against the
+# experiment (scripts/spheric_test2_compare.py).
+#
+# Usage: scripts/peer_test2.sh PEER_DIR SURGE_BINARY [TMAX=0.4]
+#   PEER_DIR: the DualSPHysics side-by-side folder (its prepare.sh and source archive; not part
+#   of this repository: copy it into an ignored folder sent to the GPU machine, e.g. .device/).
+#   Needs nvcc and g++ there. Env: BOUNDS="mdbc dbc", GAUGE_DT (s, default TMAX: no gauges
+#   to speak of; 0.0002 for the comparison), SURGE_PHYSICS=peer|shipped (default peer: mDBC
+#   with the wall's velocity and the walls' viscosity a fifth, as the peer's case; shipped:
+#   surge's free slip for mDBC), BUDGET (s, default 570), OUT (default /tmp/peer-test2).
+#
+# The same physics: Wendland h = 2 dp, c0 = 20 sqrt(g H), artificial viscosity 0.1 (0.02 at
+# the walls: the peer case's ViscoBoundFactor 0.2), Fourtakas density diffusion 0.1, CFL 0.2,
+# Verlet. The peer's mDBC has one slip mode, the wall's velocity (surge's slip = "wall").
+# Its geometry: walls at half a dp outside the boundary particles, so its floor is at
+# z = 0.003 and the box's front face at x = 0.825; its P1 is read 0.021 m above its floor.
+# The peer's P1 is its velocity gauge patched to sum p W m/rho and W m/rho (Shepard, fluid
+# only, as surge's pressure gauge), p from the Tait equation with the case's B (CteB, read
+# from its log: the patch's constant is rescaled to it).
+set -u
+here=$(cd "$(dirname "$0")" && pwd); root=$(dirname "$here")
+PEER=$(realpath "$1"); S=$(realpath "$2"); T=${3:-0.4}
+OUT=${OUT:-/tmp/peer-test2}; mkdir -p "$OUT"; GDT=${GAUGE_DT:-$T}
+exec > >(tee -a "$OUT/peer_test2.txt") 2>&1
+t0=$SECONDS
+nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
+NVCC=$(command -v nvcc || ls /usr/local/cuda*/bin/nvcc 2>/dev/null | head -1); TK=$(dirname "$(dirname "$NVCC")")
+W=/tmp/dsph-peer-t2 X=/tmp/dsph-peer-t2/bin/linux/DualSPHysics_linux64
+B0=308314.3   # the patch's Tait B: 1000 (20 sqrt(9.81 0.55))^2 / 7
+if [ ! -x $X ]; then
+  bash "$PEER/prepare.sh" $W >/dev/null
+  python3 - $W/src/source/JGauge_ker.cu $B0 <<'PY'
+import sys
+p, b = sys.argv[1], sys.argv[2]; s = open(p, encoding='latin-1').read()
+for old, new in [("  sumvel.x+=wab*velrhopp2.x;\n", "  sumvel.x+=wab*(SURGE_B*(powf(velrhopp2.w*0.001f,7.f)-1.f));\n"),
+                 ("    ptvel[0]=make_float3(float(sumvel.x),float(sumvel.y),float(sumvel.z));\n",
+                  "    ptvel[0]=make_float3(float(sumvel.x),float(sumwab),float(sumvel.z));\n")]:
+    assert s.count(old) == 1, old
+    s = s.replace(old, new)
+open(p, 'w', encoding='latin-1').write(f"#define SURGE_B {b}f\n" + s)
+PY
+  (cd $W/src/source && make -j"$(nproc)" CUDA=00 DIRTOOLKIT="$TK" > "$OUT/dsph_build.log" 2>&1) \
+    || { echo "DualSPHysics build failed: $OUT/dsph_build.log"; exit 1; }
+  echo "DualSPHysics built in $((SECONDS-t0)) s"
+fi
+C=$W/test_linux/_DataCases_Ds5Test
+python3 - $C/Spheric2Dam_04M.xml $C/T2.xml $GDT <<'PY'
+import sys
+s = open(sys.argv[1]).read(); dt = sys.argv[3]
+for old, new in [('<normals active="false">', '<normals active="true">'),
+                 ('<parameter key="TimeOut" value="0.01"', '<parameter key="TimeOut" value="0.05"'),
+                 ('</execution>', '<special><gauges><default>'
+                  f'<computedt value="{dt}"/><output value="true"/><outputdt value="{dt}"/></default>'
+                  '<velocity name="P1"><point x="0.825" y="0.471" z="0.024"/></velocity>'
+                  + "".join(f'<swl name="H{k + 1}"><point0 x="{x}" y="0.5" z="0.003"/><point2 x="{x}" y="0.5" z="0.95"/>'
+                            '<pointdp coefdp="0.25"/><masslimit coef="0.5"/></swl>'
+                            for k, x in enumerate([0.496, 0.992, 1.488, 2.638]))
+                  + '</gauges></special></execution>')]:
+    assert s.count(old) == 1, old
+    s = s.replace(old, new)
+open(sys.argv[2], 'w').write(s)
+PY
+[ -f $C/zT2.bi4 ] || (cd $C && ../../bin/linux/GenCase_linux64 T2 zT2 > "$OUT/gencase.log" 2>&1) \
+  || { echo "GenCase failed: $OUT/gencase.log"; exit 1; }
+echo "case generated at $((SECONDS-t0)) s"
+declare -A ROW
+for b in ${BOUNDS:-mdbc dbc}; do
+  left=$(( ${BUDGET:-570} - (SECONDS-t0) )); [ $left -lt 30 ] && { echo "no time left for $b"; break; }
+  rm -rf /tmp/dsph-t2-$b
+  (cd $C && timeout $left $X -name zT2 -dirout /tmp/dsph-t2-$b -dirdataout data -gpu -svres -verlet -$b \
+     -ddt:3 -cellmode:h -sv:none -tmax:$T > "$OUT/dsph_$b.log" 2>&1) || { echo "DualSPHysics $b failed: $OUT/dsph_$b.log"; continue; }
+  ROW[dsph_$b]=$(python3 - /tmp/dsph-t2-$b "$OUT/dsph_$b.log" $B0 <<'PY'
+import csv, re, sys
+d, log, b0 = sys.argv[1], open(sys.argv[2]).read(), float(sys.argv[3])
+h, v = list(csv.reader(open(f"{d}/Run.csv"), delimiter=';'))[:2]
+r = dict(zip(h, v)); np, steps, secs = int(r['Np']), int(r['Steps']), float(r['TSimul'])
+scale = float(re.search(r"CteB=([0-9.eE+-]+)", log).group(1)) / b0
+rd = lambda f: [[float(x) for x in row] for row in list(csv.reader(open(f), delimiter=';'))[1:] if row]
+p = rd(f"{d}/GaugesVel_P1.csv"); hs = [rd(f"{d}/GaugesSWL_H{k}.csv") for k in range(1, 5)]
+with open(f"{d}/gauges.csv", "w") as o:   # surge's gauges.csv form: heights over the peer's floor
+    o.write("time,P1,H1,H2,H3,H4\n")
+    for k, row in enumerate(p):
+        o.write(f"{row[0]},{scale * row[1] / row[2] if row[2] > 0 else 0.0}," + ",".join(f"{g[k][3] - 0.003}" for g in hs) + "\n")
+print(f"{np} {steps} {1000 * secs / steps:.3f} {np * steps / secs:.3e} {int(r['MemGpu']) // np}")
+PY
+)
+  echo "DualSPHysics $b: ${ROW[dsph_$b]} (particles steps ms/step particle-steps/s bytes/p) at $((SECONDS-t0)) s"
+  left=$(( ${BUDGET:-570} - (SECONDS-t0) )); [ $left -lt 30 ] && { echo "no time left for surge $b"; break; }
+  if [ $b = mdbc ]; then
+    [ "${SURGE_PHYSICS:-peer}" = shipped ] && bnd='{kind="mdbc",slip=true}' || bnd='{kind="mdbc",slip="wall"}'
+  else bnd='{kind="dbc"}'; fi
+  rm -rf /tmp/surge-t2-$b
+  timeout $left "$S" run "$root/configs/dam_break_3d.toml" --backend cuda --out /tmp/surge-t2-$b --quiet --set dp=0.006 \
+    --set physics.eos.c0_coef=20 --set 'physics.viscosity={kind="artificial",alpha=0.1,boundary_factor=0.2}' \
+    --set 'physics.density_diffusion={kind="fourtakas",delta=0.1}' --set "physics.boundary=$bnd" \
+    --set time.end=$T --set output.interval=$T --set output.gauge_interval=$GDT > "$OUT/surge_$b.log" 2>&1 \
+    || { echo "surge $b failed: $OUT/surge_$b.log"; continue; }
+  ROW[surge_$b]=$(python3 -c "
+import json; d = json.load(open('/tmp/surge-t2-$b/summary.json'))
+print(d['particles'], d['steps'], f\"{1000 * d['wall_seconds'] / d['steps']:.3f}\", f\"{d['particles'] * d['steps'] / d['wall_seconds']:.3e}\", d['bytes_per_particle'])")
+  echo "surge $b: ${ROW[surge_$b]} at $((SECONDS-t0)) s"
+  if python3 -c "import sys; sys.exit(0 if $GDT < 0.002 else 1)"; then
+    for c in dsph surge; do
+      [ $c = dsph ] && g=/tmp/dsph-t2-$b/gauges.csv || g=/tmp/surge-t2-$b/gauges.csv
+      cp $g "$OUT/gauges_${c}_$b.csv"; python3 "$here/spheric_test2_compare.py" $g | sed "s/^/$c $b: /"
+    done
+  fi
+done
+echo
+echo "SPHERIC Test 2, dp 0.006, t = 0 -> $T s, one GPU, whole run (gauges every $GDT s)"
+printf "%-22s %10s %8s %9s %14s %8s\n" code particles steps ms/step particle-st/s bytes/p
+for b in ${BOUNDS:-mdbc dbc}; do for c in dsph surge; do
+  [ -n "${ROW[${c}_$b]:-}" ] && printf "%-22s %10s %8s %9s %14s %8s\n" "$([ $c = dsph ] && echo DualSPHysics-5.0 || echo surge) $b" ${ROW[${c}_$b]}
+done; done
+echo "(done in $((SECONDS-t0)) s)"
