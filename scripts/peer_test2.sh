@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPHERIC Test 2 at dp 0.006 on one GPU: DualSPHysics 5.0 (its own case, Spheric2Dam_04M) and
-# surge (configs/dam_break_3d.toml set to the same physics) in one call, DBC and mDBC, with the
+# surge (configs/dam_break_3d.toml, the benchmark's geometry, set to the same physics) in one call, DBC and mDBC, with the
 # peer's gauges patched to read P1 as surge does. For each boundary: ms/step, particle-steps/s
 # and bytes/particle of both codes, and (GAUGE_DT small) both codes' figures against the
 # experiment (scripts/spheric_test2_compare.py).
@@ -11,7 +11,11 @@
 #   Needs nvcc and g++ there. Env: BOUNDS="mdbc dbc", GAUGE_DT (s, default TMAX: no gauges
 #   to speak of; 0.0002 for the comparison), SURGE_PHYSICS=peer|shipped (default peer: mDBC
 #   with the wall's velocity and the walls' viscosity a fifth, as the peer's case; shipped:
-#   surge's free slip for mDBC), BUDGET (s, default 570), OUT (default /tmp/peer-test2).
+#   configs/spheric_test2.toml's, mDBC with free slip and the fluid's viscosity at the walls),
+#   BUDGET (s, default 570), OUT (default /tmp/peer-test2).
+# The gauge files come back as OUT/gauges_{dsph,surge}_BOUNDARY.csv; to draw both against the
+# experiment: surge plot OUT/gauges_surge_mdbc.csv --only P1,H2,H3 --average 0.01
+#   --reference tests/data/spheric_test2_kleefsman2005.csv --reference OUT/gauges_dsph_mdbc.csv
 #
 # The same physics: Wendland h = 2 dp, c0 = 20 sqrt(g H), artificial viscosity 0.1 (0.02 at
 # the walls: the peer case's ViscoBoundFactor 0.2), Fourtakas density diffusion 0.1, CFL 0.2,
@@ -82,7 +86,7 @@ scale = float(re.search(r"CteB=([0-9.eE+-]+)", log).group(1)) / b0
 rd = lambda f: [[float(x) for x in row] for row in list(csv.reader(open(f), delimiter=';'))[1:] if row]
 p = rd(f"{d}/GaugesVel_P1.csv"); hs = [rd(f"{d}/GaugesSWL_H{k}.csv") for k in range(1, 5)]
 with open(f"{d}/gauges.csv", "w") as o:   # surge's gauges.csv form: heights over the peer's floor
-    o.write("time,P1,H1,H2,H3,H4\n")
+    o.write(f"# label: DualSPHysics 5.0, {d.rsplit('-', 1)[1]} (its case)\ntime,P1,H1,H2,H3,H4\n")
     for k, row in enumerate(p):
         o.write(f"{row[0]},{scale * row[1] / row[2] if row[2] > 0 else 0.0}," + ",".join(f"{g[k][3] - 0.003}" for g in hs) + "\n")
 print(f"{np} {steps} {1000 * secs / steps:.3f} {np * steps / secs:.3e} {int(r['MemGpu']) // np}")
@@ -90,12 +94,13 @@ PY
 )
   echo "DualSPHysics $b: ${ROW[dsph_$b]} (particles steps ms/step particle-steps/s bytes/p) at $((SECONDS-t0)) s"
   left=$(( ${BUDGET:-570} - (SECONDS-t0) )); [ $left -lt 30 ] && { echo "no time left for surge $b"; break; }
-  if [ $b = mdbc ]; then
-    [ "${SURGE_PHYSICS:-peer}" = shipped ] && bnd='{kind="mdbc",slip=true}' || bnd='{kind="mdbc",slip="wall"}'
-  else bnd='{kind="dbc"}'; fi
+  if [ "${SURGE_PHYSICS:-peer}" = shipped ]; then   # configs/spheric_test2.toml's physics
+    vis='{kind="artificial",alpha=0.1}'; bnd='{kind="mdbc",slip=true}'
+  else vis='{kind="artificial",alpha=0.1,boundary_factor=0.2}'; bnd='{kind="mdbc",slip="wall"}'; fi
+  [ $b = dbc ] && bnd='{kind="dbc"}'
   rm -rf /tmp/surge-t2-$b
   timeout $left "$S" run "$root/configs/dam_break_3d.toml" --backend cuda --out /tmp/surge-t2-$b --quiet --set dp=0.006 \
-    --set physics.eos.c0_coef=20 --set 'physics.viscosity={kind="artificial",alpha=0.1,boundary_factor=0.2}' \
+    --set physics.eos.c0_coef=20 --set "physics.viscosity=$vis" \
     --set 'physics.density_diffusion={kind="fourtakas",delta=0.1}' --set "physics.boundary=$bnd" \
     --set time.end=$T --set output.interval=$T --set output.gauge_interval=$GDT > "$OUT/surge_$b.log" 2>&1 \
     || { echo "surge $b failed: $OUT/surge_$b.log"; continue; }

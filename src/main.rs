@@ -110,11 +110,13 @@ enum Command {
     /// Reads the run's `gauges.csv` (`time,<gauge names>`). One chart per gauge, named after
     /// it (`P1.png`); the columns of one gauge with several components, `NAME.fx`, `NAME.fy`,
     /// `NAME.fz`, share the chart `NAME.png`. The time axis is the run's. Prints each gauge's
-    /// largest value and its time (and the reference's in the same time span).
+    /// largest value and its time (and each reference's in the same time span).
     #[command(after_help = "Examples:\n  \
         surge plot out/dam_break_3d\n  \
         surge plot out/spheric_test2 --only 'P*' --average 0.01 \\\n      \
-        --reference tests/data/spheric_test2_kleefsman2005.csv --out out/spheric_test2/plots/p_avg10ms\n\n\
+        --reference tests/data/spheric_test2_kleefsman2005.csv --out out/spheric_test2/plots/p_avg10ms\n  \
+        surge plot out/spheric_test2 --only P1,H3 --average 0.01 \\\n      \
+        --reference tests/data/spheric_test2_kleefsman2005.csv --reference other_code/gauges.csv\n\n\
         Exit codes: 0 plotted; 1 a plot could not be written; 2 a missing or malformed CSV file, or a bad option.")]
     Plot {
         /// A run's output directory, or the path of its `gauges.csv`.
@@ -123,11 +125,12 @@ enum Command {
         /// Directory for the PNGs [default: `plots/` beside the `gauges.csv`].
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
-        /// Reference series (an experiment) drawn on the same charts: a CSV with a `time` column
-        /// and columns named like the gauges; `#` lines are comments, and `# label: TEXT` names
-        /// it in the legends (else the file name does). Columns without a gauge are left out.
+        /// Reference series (an experiment, another code's run) drawn on the same charts: a CSV
+        /// with a `time` column and columns named like the gauges; `#` lines are comments, and
+        /// `# label: TEXT` names it in the legends (else the file name does). Columns without a
+        /// gauge are left out. Give it again for more references, each in its own colour.
         #[arg(long, value_name = "FILE.csv")]
-        reference: Option<PathBuf>,
+        reference: Vec<PathBuf>,
         /// Centred moving average over this many seconds (the time average of the line through
         /// the samples, so jittered sample times do not move it), applied to the run and the
         /// reference alike, e.g. 0.01 for the 10-ms-averaged pressures of SPHERIC Test 2.
@@ -817,27 +820,36 @@ fn cmd_plot(o: &plot::Options) -> Result<(), Failure> {
         plot::PlotError::Input(m) => Failure(EXIT_BAD_INPUT, m),
         plot::PlotError::Output(m) => Failure(EXIT_RUN_FAILED, m),
     })?;
-    let with_ref = report.reference.is_some();
+    let refs = report.reference.len();
     let avg = o.average.map(|w| format!(" ({} ms average)", w * 1e3)).unwrap_or_default();
     println!(
         "largest value of each gauge{avg} and its time [s]{}",
-        if with_ref { "; the reference's in the run's time span" } else { "" }
+        match refs {
+            0 => "",
+            1 => "; the reference's in the run's time span",
+            _ => "; each reference's in the run's time span",
+        }
     );
+    if refs > 1 {
+        for (k, (label, _)) in report.reference.iter().enumerate() {
+            println!("reference {}: {label}", k + 1);
+        }
+    }
     let fmt = |p: Option<plot::Peak>| match p {
         Some(p) => format!("{:>12} {:>9.4}", plot::fmt_value(p.value), p.time),
         None => format!("{:>12} {:>9}", "-", "-"),
     };
-    println!(
-        "{:<12} {:>12} {:>9}{}",
-        "gauge",
-        "peak",
-        "at t",
-        if with_ref { format!(" {:>12} {:>9}", "reference", "at t") } else { String::new() }
-    );
+    let heads: String = (1..=refs)
+        .map(|k| {
+            format!(" {:>12} {:>9}", if refs == 1 { "reference".to_string() } else { format!("reference {k}") }, "at t")
+        })
+        .collect();
+    println!("{:<12} {:>12} {:>9}{heads}", "gauge", "peak", "at t");
     for (name, run, reference) in &report.peaks {
-        println!("{name:<12} {}{}", fmt(*run), if with_ref { format!(" {}", fmt(*reference)) } else { String::new() });
+        let r: String = reference.iter().map(|p| format!(" {}", fmt(*p))).collect();
+        println!("{name:<12} {}{r}", fmt(*run));
     }
-    if let Some((label, unmatched)) = &report.reference {
+    for (label, unmatched) in &report.reference {
         if !unmatched.is_empty() {
             println!("reference `{label}`: no gauge for its columns {}", unmatched.join(", "));
         }

@@ -1,6 +1,6 @@
 //! `surge plot`: every gauge of a run's `gauges.csv` against time, one PNG per gauge, with
-//! an optional reference series (an experiment) on the same chart and an optional centred
-//! moving average.
+//! optional reference series (an experiment, another code's run) on the same chart and an
+//! optional centred moving average.
 //!
 //! Charts: one per gauge (`P1.png`); the columns of one gauge with several components,
 //! named `NAME.component` (a force gauge's `F1.fx`, `F1.fy`, `F1.fz`), share one chart
@@ -226,8 +226,8 @@ pub struct Options {
     pub run: PathBuf,
     /// Where the PNGs go [default: `plots/` beside the `gauges.csv`].
     pub out: Option<PathBuf>,
-    /// A reference table (an experiment's series) drawn on the same charts.
-    pub reference: Option<PathBuf>,
+    /// Reference tables (an experiment's series, another code's) drawn on the same charts.
+    pub reference: Vec<PathBuf>,
     /// Moving-average window (s) applied to the run and the reference alike.
     pub average: Option<f64>,
     /// Only the gauges matching these names or `prefix*` patterns.
@@ -247,10 +247,11 @@ pub struct Report {
     pub out: PathBuf,
     /// The PNG files written.
     pub files: Vec<PathBuf>,
-    /// Per gauge column: its name, its peak, and the reference's peak in the same time span.
-    pub peaks: Vec<(String, Option<Peak>, Option<Peak>)>,
-    /// The reference's label, and its columns that match no gauge.
-    pub reference: Option<(String, Vec<String>)>,
+    /// Per gauge column: its name, its peak, and each reference's peak in the same time span
+    /// (None where a reference has no such column).
+    pub peaks: Vec<(String, Option<Peak>, Vec<Option<Peak>>)>,
+    /// Each reference's label, and its columns that match no gauge.
+    pub reference: Vec<(String, Vec<String>)>,
 }
 
 /// The largest finite value among `(t, v)` with t in `span`.
@@ -290,7 +291,7 @@ pub fn plot(o: &Options) -> Result<Report, PlotError> {
     }
     let csv = if o.run.is_dir() { o.run.join("gauges.csv") } else { o.run.clone() };
     let run = read_table(&csv)?;
-    let reference = o.reference.as_deref().map(read_table).transpose()?;
+    let reference = o.reference.iter().map(|r| read_table(r)).collect::<Result<Vec<_>, _>>()?;
     let run_dir = csv.parent().map(Path::to_path_buf).unwrap_or_default();
     let out = o.out.clone().unwrap_or_else(|| run_dir.join("plots"));
     let run_name = std::fs::canonicalize(&run_dir)
@@ -315,9 +316,12 @@ pub fn plot(o: &Options) -> Result<Report, PlotError> {
         None => v.to_vec(),
     };
     let span = (run.time[0], *run.time.last().expect("read_table returns rows"));
-    let ref_label = reference.as_ref().map(|r| {
-        r.label.clone().unwrap_or_else(|| r.path.file_name().unwrap_or_default().to_string_lossy().into_owned())
-    });
+    let ref_label: Vec<String> = reference
+        .iter()
+        .map(|r| {
+            r.label.clone().unwrap_or_else(|| r.path.file_name().unwrap_or_default().to_string_lossy().into_owned())
+        })
+        .collect();
     let avg_note = o.average.map(|w| format!(", {} ms average", w * 1e3)).unwrap_or_default();
 
     std::fs::create_dir_all(&out)
@@ -334,20 +338,22 @@ pub fn plot(o: &Options) -> Result<Report, PlotError> {
             let name = &run.names[k];
             let v = smooth(&run.time, &run.columns[k]);
             let run_peak = peak(&run.time, &v, span);
-            let mut ref_peak = None;
+            let mut ref_peaks = Vec::new();
             let prefix = if cols.len() > 1 { format!("{name}: ") } else { String::new() };
-            if let (Some(r), Some(label)) = (&reference, &ref_label) {
-                if let Some(j) = r.names.iter().position(|n| n == name) {
+            for (k, (r, label)) in reference.iter().zip(&ref_label).enumerate() {
+                let j = r.names.iter().position(|n| n == name);
+                ref_peaks.push(j.and_then(|j| {
                     let rv = smooth(&r.time, &r.columns[j]);
-                    ref_peak = peak(&r.time, &rv, span);
                     series.push(Series {
                         label: format!("{prefix}{label}{avg_note}"),
-                        colour: REFERENCE_COLOURS[slot % REFERENCE_COLOURS.len()],
+                        // One colour a reference, and a component's colours apart.
+                        colour: REFERENCE_COLOURS[(slot * reference.len() + k) % REFERENCE_COLOURS.len()],
                         points: finite_points(&r.time, &rv, span),
                         reference: true,
                         markers: r.time.len() <= MARKERS_UP_TO,
                     });
-                }
+                    peak(&r.time, &rv, span)
+                }));
             }
             series.push(Series {
                 label: format!("{prefix}surge: {run_name}{avg_note}"),
@@ -356,7 +362,7 @@ pub fn plot(o: &Options) -> Result<Report, PlotError> {
                 reference: false,
                 markers: false,
             });
-            peaks.push((name.clone(), run_peak, ref_peak));
+            peaks.push((name.clone(), run_peak, ref_peaks));
         }
         let mut stem = file_stem(group);
         while !stems.insert(stem.clone()) {
@@ -366,10 +372,11 @@ pub fn plot(o: &Options) -> Result<Report, PlotError> {
         draw(&path, group, span, &series)?;
         files.push(path);
     }
-    let reference = reference.zip(ref_label).map(|(r, label)| {
-        let unmatched = r.names.iter().filter(|n| !run.names.contains(n)).cloned().collect();
-        (label, unmatched)
-    });
+    let reference = reference
+        .iter()
+        .zip(ref_label)
+        .map(|(r, label)| (label, r.names.iter().filter(|n| !run.names.contains(n)).cloned().collect()))
+        .collect();
     Ok(Report { out, files, peaks, reference })
 }
 

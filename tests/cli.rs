@@ -961,6 +961,43 @@ fn plot_draws_a_png_per_gauge_with_a_reference_and_an_average() {
     assert!(out.stdout.contains("no gauge for its columns X9"), "{}", out.describe());
 }
 
+/// `--reference` given twice (an experiment and another code's run): both drawn, each with its
+/// own peak column, a gauge one reference lacks shown as `-`.
+#[test]
+fn plot_takes_several_references() {
+    let tmp = TempDir::new("cli-plot-refs");
+    let run = tmp.join("run");
+    write_gauges(&run);
+    let experiment = tmp.join("experiment.csv");
+    let mut csv = String::from("# label: test experiment\ntime,P1,H1\n");
+    for i in 0..=100 {
+        let t = i as f64 * 0.01;
+        csv.push_str(&format!("{t},{},{}\n", 3000.0 * (-((t - 0.52) / 0.03).powi(2)).exp(), 0.6 - 0.3 * t));
+    }
+    fs::write(&experiment, csv).unwrap();
+    let other = tmp.join("other_code.csv");
+    let mut csv = String::from("# label: other code\ntime,P1\n");
+    for i in 0..=100 {
+        let t = i as f64 * 0.01;
+        csv.push_str(&format!("{t},{}\n", 7000.0 * (-((t - 0.45) / 0.03).powi(2)).exp()));
+    }
+    fs::write(&other, csv).unwrap();
+    let (e, o) = (experiment.display().to_string(), other.display().to_string());
+    let out = surge(&["plot", &run.display().to_string(), "--only", "P1,H1", "--reference", &e, "--reference", &o]);
+    out.assert_code(0);
+    assert!(out.stdout.contains("reference 1: test experiment"), "{}", out.describe());
+    assert!(out.stdout.contains("reference 2: other code"), "{}", out.describe());
+    let row = |name: &str| -> Vec<String> {
+        let line = out.stdout.lines().find(|l| l.starts_with(&format!("{name} "))).unwrap_or("");
+        line.split_whitespace().map(str::to_string).collect()
+    };
+    assert_eq!(row("P1")[1..], ["5000.0", "0.5000", "3000.0", "0.5200", "7000.0", "0.4500"], "{}", out.describe());
+    assert_eq!(row("H1")[1..], ["0.55000", "0.0000", "0.60000", "0.0000", "-", "-"], "{}", out.describe());
+    for g in ["P1", "H1"] {
+        assert_png(&run.join(format!("plots/{g}.png")));
+    }
+}
+
 #[test]
 fn plot_of_a_missing_or_malformed_csv_is_one_clear_error() {
     let tmp = TempDir::new("cli-plot-bad");
