@@ -341,19 +341,20 @@ pub fn plot(o: &Options) -> Result<Report, PlotError> {
             let mut ref_peaks = Vec::new();
             let prefix = if cols.len() > 1 { format!("{name}: ") } else { String::new() };
             for (k, (r, label)) in reference.iter().zip(&ref_label).enumerate() {
-                let j = r.names.iter().position(|n| n == name);
-                ref_peaks.push(j.and_then(|j| {
-                    let rv = smooth(&r.time, &r.columns[j]);
-                    series.push(Series {
-                        label: format!("{prefix}{label}{avg_note}"),
-                        // One colour a reference, and a component's colours apart.
-                        colour: REFERENCE_COLOURS[(slot * reference.len() + k) % REFERENCE_COLOURS.len()],
-                        points: finite_points(&r.time, &rv, span),
-                        reference: true,
-                        markers: r.time.len() <= MARKERS_UP_TO,
-                    });
-                    peak(&r.time, &rv, span)
-                }));
+                let Some(j) = r.names.iter().position(|n| n == name) else {
+                    ref_peaks.push(None);
+                    continue;
+                };
+                let rv = smooth(&r.time, &r.columns[j]);
+                ref_peaks.push(peak(&r.time, &rv, span));
+                series.push(Series {
+                    label: format!("{prefix}{label}{avg_note}"),
+                    // One colour a reference, and a component's colours apart.
+                    colour: REFERENCE_COLOURS[(slot * reference.len() + k) % REFERENCE_COLOURS.len()],
+                    points: finite_points(&r.time, &rv, span),
+                    reference: true,
+                    markers: r.time.len() <= MARKERS_UP_TO,
+                });
             }
             series.push(Series {
                 label: format!("{prefix}surge: {run_name}{avg_note}"),

@@ -895,6 +895,12 @@ fn assert_png(path: &Path) {
     assert!(bytes.len() > 10_000, "{}: only {} bytes, nothing drawn?", path.display(), bytes.len());
 }
 
+/// The fields of `surge plot`'s peak table row for gauge `name` (none when it has no row).
+fn peak_row(stdout: &str, name: &str) -> Vec<String> {
+    let line = stdout.lines().find(|l| l.starts_with(&format!("{name} "))).unwrap_or("");
+    line.split_whitespace().map(str::to_string).collect()
+}
+
 /// A small run's gauges: a pressure pulse, a falling height, and a force gauge's components.
 fn write_gauges(dir: &Path) {
     let mut csv = String::from("time,P1,H1,F1.fx,F1.fy,F1.fz\n");
@@ -987,10 +993,7 @@ fn plot_takes_several_references() {
     out.assert_code(0);
     assert!(out.stdout.contains("reference 1: test experiment"), "{}", out.describe());
     assert!(out.stdout.contains("reference 2: other code"), "{}", out.describe());
-    let row = |name: &str| -> Vec<String> {
-        let line = out.stdout.lines().find(|l| l.starts_with(&format!("{name} "))).unwrap_or("");
-        line.split_whitespace().map(str::to_string).collect()
-    };
+    let row = |name: &str| peak_row(&out.stdout, name);
     assert_eq!(row("P1")[1..], ["5000.0", "0.5000", "3000.0", "0.5200", "7000.0", "0.4500"], "{}", out.describe());
     assert_eq!(row("H1")[1..], ["0.55000", "0.0000", "0.60000", "0.0000", "-", "-"], "{}", out.describe());
     for g in ["P1", "H1"] {
@@ -1046,10 +1049,7 @@ fn plot_reads_the_spheric_test2_experiment() {
     let reference = root().join("tests/data/spheric_test2_kleefsman2005.csv").display().to_string();
     let out = surge(&["plot", &tmp.display().to_string(), "--reference", &reference]);
     out.assert_code(0);
-    let row = |name: &str| -> Vec<String> {
-        let line = out.stdout.lines().find(|l| l.starts_with(&format!("{name} "))).unwrap_or("");
-        line.split_whitespace().map(str::to_string).collect()
-    };
+    let row = |name: &str| peak_row(&out.stdout, name);
     assert_eq!(row("P1")[3..], ["11239", "0.4150"], "{}", out.describe());
     assert_eq!(row("H4")[3..], ["0.55110", "0.0070"], "{}", out.describe());
     assert!(out.stdout.contains("no gauge for its columns P2, P3"), "{}", out.describe());

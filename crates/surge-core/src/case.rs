@@ -121,6 +121,11 @@ impl Aabb {
     pub fn contains_box(&self, o: &Aabb, dim: usize) -> bool {
         (0..dim).all(|a| self.min[a] <= o.min[a] && o.max[a] <= self.max[a])
     }
+    /// The first of `axes` along which the span `lo..hi` (a point: `lo == hi`) leaves `self`
+    /// (closed), if any.
+    pub fn axis_outside(&self, lo: [f64; 3], hi: [f64; 3], mut axes: impl Iterator<Item = usize>) -> Option<usize> {
+        axes.find(|&a| lo[a] < self.min[a] || hi[a] > self.max[a])
+    }
 }
 
 /// A wall: layers outside some faces of a box, or along the surface of a shape.
@@ -1670,7 +1675,7 @@ impl Case {
             for &t in &times {
                 let pose = m.pose(t);
                 let (lo, hi) = (pose.apply(bbox.min), pose.apply(bbox.max));
-                let out = (0..dim).find(|&a| !periodic[a] && (lo[a] < domain.min[a] || hi[a] > domain.max[a]));
+                let out = domain.axis_outside(lo, hi, (0..dim).filter(|&a| !periodic[a]));
                 if let Some(a) = out {
                     return Err(c.err(
                         format!("{label}.motion"),
@@ -1705,7 +1710,7 @@ impl Case {
             // A point outside the domain never sees fluid: its column would read 0 for the
             // whole run (a point in millimetres, say), so it is refused before the run.
             let inside = |key: &str, p: [f64; 3], axes: usize| -> Result<[f64; 3], CaseError> {
-                match (0..axes).find(|&a| p[a] < domain.min[a] || p[a] > domain.max[a]) {
+                match domain.axis_outside(p, p, 0..axes) {
                     Some(a) => Err(c.err(
                         format!("{field}.{key}"),
                         format!(
