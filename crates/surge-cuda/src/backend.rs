@@ -1497,8 +1497,16 @@ impl CudaBackend {
         let (lo, hi) = self.map.owned(self.me);
         let halo = self.map.halo;
         let r = self.win.reach;
-        let ([own_start, left_end, right_start, own_end, mdbc_start, mdbc_end], most) =
-            self.layer_starts([lo, lo + halo, hi - halo, hi, lo - r, hi + r])?;
+        // A device alone holds its whole slice and nothing else: every particle it keeps is
+        // owned and may be listed for mDBC, and with two bins a cell no cell's fluid count
+        // can overflow, so it reads nothing back (a wait on the host, 6-8 us of an idle GPU
+        // at each rebuild: docs/PERFORMANCE.md, "A host round trip's cost").
+        let alone = self.map.devices() == 1 && self.per_cell == 2;
+        let ([own_start, left_end, right_start, own_end, mdbc_start, mdbc_end], most) = if alone {
+            ([0, 0, self.n, self.n, 0, self.n], 0)
+        } else {
+            self.layer_starts([lo, lo + halo, hi - halo, hi, lo - r, hi + r])?
+        };
         if most > 0 {
             return Err(Failure::Device(format!(
                 "{}: a cell of the grid holds {most} fluid particles, the cell table counts at most 255 \
