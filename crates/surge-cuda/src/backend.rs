@@ -384,6 +384,9 @@ pub struct CudaBackend {
     /// Between the halves of a rebuild of several devices: which held particles the sort
     /// drops.
     dropping: Option<Dropping>,
+    /// Between the halves of a rebuild of a device alone: the re-key's statistics are still
+    /// on the device, read with the sort's counts ([`Self::sort`]).
+    rekey_unread: bool,
     /// The cell table: the start of each bin, `bins + 2` values built in place by the sort,
     /// and with one bin a cell a byte a cell of fluid count ([`table_words`]).
     cell_start: CudaSlice<u32>,
@@ -1008,6 +1011,7 @@ impl CudaBackend {
             mdbc_list: if case.boundary.is_mdbc() { Some(zeros(cap, "the mDBC list")?) } else { None },
             perm: zeros(cap, "permutation")?,
             dropping: None,
+            rekey_unread: false,
             removed: 0,
             removed_for_density: 0,
             density_bounds: [f32::NEG_INFINITY, f32::INFINITY],
@@ -1401,16 +1405,22 @@ impl CudaBackend {
     /// First part of a rebuild's first half: re-key the owned particles (when `rekey`) and
     /// list which stay (in this device's new window: its slice, and copies of particles it
     /// owned until now) and which go to each neighbour's window. Returns how many are kept,
-    /// and go left (listed in `perm[..left]`) and right (`perm[m - right..m]`, m owned).
+    /// and go left (listed in `perm[..left]`) and right (`perm[m - right..m]`, m owned). A
+    /// device alone does not wait for the re-key: [`Self::sort`] reads what it found (the
+    /// particles it removed are not yet counted out of the kept ones).
     fn classify(&mut self, map: &SliceMap, me: usize, rekey: bool) -> Result<(usize, usize, usize), Failure> {
         // Open boundaries first: kinds change at the planes, outflow is marked, and the new
         // inlet particles join the owned ones.
         let mut removed = 0;
+        self.rekey_unread = false;
         if rekey && !self.case.open.is_empty() && !self.own.is_empty() {
             removed = self.open_rebuild()?;
         }
         let own = self.own.clone();
         let (first, count) = (own.start as i32, own.len() as i32);
+        // A device alone keeps every particle where it is (its window is the whole grid) but
+        // those removed, which the sort drops.
+        let alone = map.devices() == 1 && own == (0..self.n);
         if rekey && count > 0 {
             self.reset_stats()?;
             {
@@ -1422,6 +1432,11 @@ impl CudaBackend {
                 // SAFETY: argument types match rekey_kernel; first + count <= n.
                 unsafe { b.launch(cfg(own.len())) }.map_err(|e| fail("rekey_kernel", e))?;
             }
+            if alone {
+                // No wait here: the sort reads these statistics with its counts.
+                self.rekey_unread = true;
+                return Ok((own.len() - removed, 0, 0));
+            }
             let s = self.read_stats("rekey_kernel")?;
             if s[STAT_BAD_ID] != u32::MAX {
                 return Err(Failure::Particle(self.bad_particle(s[STAT_BAD_ID], None)?));
@@ -1430,9 +1445,7 @@ impl CudaBackend {
             self.removed += s[STAT_REMOVED] as u64;
             self.removed_for_density += s[STAT_DENSITY_OUT] as u64;
         }
-        // A device alone keeps every particle where it is (its window is the whole grid) but
-        // those removed, which the sort drops.
-        if map.devices() == 1 && own == (0..self.n) {
+        if alone {
             return Ok((own.len() - removed, 0, 0));
         }
         let (lo, hi) = map.window(me);
@@ -1766,11 +1779,22 @@ impl CudaBackend {
     fn sort(&mut self) -> Result<(), Failure> {
         let n = self.n as i32;
         let (wlo, whi) = self.win.window;
-        let drop = self.dropping.take();
-        let (held, own_lo, own_hi) = drop.as_ref().map_or((0, 0, 0), |d| (d.held, d.own.start, d.own.end));
+        let mut drop = self.dropping.take();
+        // A device alone whose re-key is unread: every particle held is owned and inside the
+        // window unless removed, so with all of them taken as held and owned the keys are
+        // those of a sort without dropping, the removed ones dropped, none `bad`, and the
+        // statistics the re-key left stay for one read with the counts.
+        let unread = std::mem::take(&mut self.rekey_unread);
+        let (held, own_lo, own_hi) = match (&drop, unread) {
+            (_, true) => (self.n, 0, self.n),
+            (Some(d), false) => (d.held, d.own.start, d.own.end),
+            (None, false) => (0, 0, 0),
+        };
         let (held, own_lo, own_hi) = (held as i32, own_lo as i32, own_hi as i32);
         let bins = self.bins as u32;
-        self.reset_stats()?;
+        if !unread {
+            self.reset_stats()?;
+        }
         self.stream.memset_zeros(&mut self.cell_start).map_err(|e| fail("clearing the cell table", e))?;
         {
             // The counts: no permutation (a null pointer).
@@ -1784,7 +1808,19 @@ impl CudaBackend {
             unsafe { b.launch(cfg(self.n)) }.map_err(|e| fail("key_sort_kernel (counts)", e))?;
         }
         let s = self.read_stats("key_sort_kernel")?;
-        if s[STAT_BAD_ID] != u32::MAX {
+        if unread {
+            // The re-key's (classify): a particle that failed, those removed.
+            if s[STAT_BAD_ID] != u32::MAX {
+                return Err(Failure::Particle(self.bad_particle(s[STAT_BAD_ID], None)?));
+            }
+            let removed = s[STAT_REMOVED] as usize;
+            self.removed += removed as u64;
+            self.removed_for_density += s[STAT_DENSITY_OUT] as u64;
+            if removed > 0 {
+                let before = drop.as_ref().map_or(0, |d| d.dropped);
+                drop = Some(Dropping { held: self.n, own: 0..self.n, dropped: before + removed });
+            }
+        } else if s[STAT_BAD_ID] != u32::MAX {
             return Err(Failure::Device(format!(
                 "particle {} lies outside the window of device {} after a rebuild",
                 s[STAT_BAD_ID], self.me
@@ -2524,7 +2560,9 @@ impl Backend for CudaBackend {
             }
             Ok::<(), Failure>(())
         })();
-        let synced = self.settle("copying particles from a neighbour's GPU");
+        // Nothing copied (a device alone): nothing to wait for.
+        let copied = blocks.iter().any(Option::is_some) || states.iter().any(|s| !s.is_empty());
+        let synced = if copied { self.settle("copying particles from a neighbour's GPU") } else { Ok(()) };
         drop(blocks);
         // Uploaded (the stream is settled): the host buffers serve the next rebuild.
         if synced.is_ok() {
