@@ -349,6 +349,13 @@ pub trait Backend: Interpolate + Send {
     }
     /// Wait for the force pass and return its largest values (owned particles only).
     fn force_stats(&mut self) -> Result<ForceStats, Failure>;
+    /// After [`Backend::force_stats`]: the device's own seconds for the last rebuild, once,
+    /// where its rebuild returns before the device is done with it (its tail then runs
+    /// before the force pass and would count as forces). None by default (a rebuild that
+    /// returns done), and where the device cannot say.
+    fn rebuild_device_seconds(&mut self) -> Option<f64> {
+        None
+    }
     /// The force values of the edge on `side` (waits for the edge part): per particle, in
     /// storage order, the `Force` value, then the `Shift` value when shifting is on. The
     /// neighbour's copies of that edge are the same particles in the same order.

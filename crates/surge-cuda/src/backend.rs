@@ -396,6 +396,11 @@ pub struct CudaBackend {
     words_host: PinnedHostSlice<u32>,
     /// Recorded by [`Self::settle`] to wait for the stream.
     settled: CudaEvent,
+    /// Timing events recorded at a rebuild's start and end, whose tail a device alone leaves
+    /// queued ([`Backend::rebuild_device_seconds`]); None where they could not be made.
+    rebuild_marks: Option<[CudaEvent; 2]>,
+    /// 1: the start is recorded; 2: the end too, not yet read.
+    rebuild_marked: u8,
     /// Counters of the rebuild's classification: leaving, to the left, to the right.
     counters: CudaSlice<u32>,
     /// Stand in for buffers a case does not use (never touched by its kernels): one for
@@ -1029,6 +1034,11 @@ impl CudaBackend {
             stats: up(&STATS_INIT, 0, "stats")?,
             words_host: pinned(&ctx, 8)?,
             settled: event()?,
+            rebuild_marks: {
+                let timed = || ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)).ok();
+                timed().zip(timed()).map(|(a, b)| [a, b])
+            },
+            rebuild_marked: 0,
             counters: zeros(4, "counters")?,
             dummy: zeros(4, "placeholder")?,
             dummy_out: zeros(4, "placeholder")?,
@@ -1541,6 +1551,10 @@ impl CudaBackend {
             },
         ];
         self.size_stages()?;
+        // The rebuild's last work queued: its end, for the device's own time of it.
+        if let (1, Some([_, end])) = (self.rebuild_marked, &self.rebuild_marks) {
+            self.rebuild_marked = if end.record(&self.stream).is_ok() { 2 } else { 0 };
+        }
         Ok(())
     }
 
@@ -2434,6 +2448,10 @@ impl Backend for CudaBackend {
     ) -> Result<Option<[Option<DeviceBlock>; 2]>, Failure> {
         self.bind()?;
         self.edges_released()?;
+        self.rebuild_marked = match &self.rebuild_marks {
+            Some([start, _]) if start.record(&self.stream).is_ok() => 1,
+            _ => 0,
+        };
         let (kept, left, right) = self.classify(map, me, rekey)?;
         let m = self.own.len();
         let mut blocks: [Option<DeviceBlock>; 2] = [None, None];
@@ -2597,6 +2615,18 @@ impl Backend for CudaBackend {
             }
         }
         Ok(())
+    }
+
+    fn rebuild_device_seconds(&mut self) -> Option<f64> {
+        self.bind().ok()?;
+        let [start, end] = self.rebuild_marks.as_ref()?;
+        // Read once, and only once the end is reached (after the force pass's wait it is):
+        // elapsed_ms would wait for it.
+        if self.rebuild_marked != 2 || !end.is_complete() {
+            return None;
+        }
+        self.rebuild_marked = 0;
+        start.elapsed_ms(end).ok().map(|ms| f64::from(ms) * 1e-3)
     }
 
     fn force_stats(&mut self) -> Result<ForceStats, Failure> {

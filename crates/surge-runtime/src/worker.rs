@@ -111,6 +111,8 @@ pub(crate) struct Worker {
     /// Seconds of work (forces, updates, rebuilds; waiting for other devices excluded)
     /// since the last balancing decision.
     window_work: f64,
+    /// Host seconds of the last rebuild, for [`Backend::rebuild_device_seconds`].
+    last_rebuild: f64,
     /// No balancing decision made yet: the first window, with the start-up in it (the first
     /// rebuild's exchange, allocations), only resets the measure.
     first_window: bool,
@@ -177,6 +179,7 @@ impl Worker {
             half_skin,
             times: DeviceTimes::default(),
             window_work: 0.0,
+            last_rebuild: 0.0,
             first_window: true,
             moves: 0,
             failed: None,
@@ -347,6 +350,7 @@ impl Worker {
             (old.bounds[me] != self.map.bounds[me]) as u64 + (old.bounds[me + 1] != self.map.bounds[me + 1]) as u64;
         let took = t0.elapsed().as_secs_f64();
         self.times.rebuild += took;
+        self.last_rebuild = took;
         self.window_work += took - exchanged;
         Ok(())
     }
@@ -498,7 +502,15 @@ impl Worker {
         // The device still computing after the early receipts hid them.
         let hidden = t2.elapsed().as_secs_f64() > STILL_COMPUTING;
         let early_exposed = if hidden { 0.0 } else { back_early };
-        let computed = t0.elapsed().as_secs_f64() - early_exposed - if launch_first { 0.0 } else { out };
+        let mut computed = t0.elapsed().as_secs_f64() - early_exposed - if launch_first { 0.0 } else { out };
+        // A device whose rebuild ran on past the host's part of it (a GPU alone queues its
+        // sort's tail behind one wait): that tail was waited for here, and is the rebuild's.
+        if let Some(device) = self.backend.rebuild_device_seconds() {
+            let tail = (device - self.last_rebuild).clamp(0.0, computed.max(0.0));
+            computed -= tail;
+            self.times.rebuild += tail;
+            self.window_work += tail;
+        }
         let t3 = Instant::now();
         let mut behind = 0.0;
         for side in self.neighbours().filter(|&s| !early(s)) {
