@@ -901,16 +901,28 @@ fn peak_row(stdout: &str, name: &str) -> Vec<String> {
     line.split_whitespace().map(str::to_string).collect()
 }
 
+/// A CSV at `path`: the lines of `head`, then a row for each time t = k dt, k = 0..=n, the
+/// time and then `row(t)`.
+fn write_series(path: &Path, head: &str, n: usize, dt: f64, row: impl Fn(f64) -> String) {
+    let mut csv = String::from(head);
+    for k in 0..=n {
+        let t = k as f64 * dt;
+        csv.push_str(&format!("{t},{}\n", row(t)));
+    }
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(path, csv).unwrap();
+}
+
+/// A pulse of height `peak` at time `at`, `width` seconds wide.
+fn pulse(t: f64, peak: f64, at: f64, width: f64) -> f64 {
+    peak * (-((t - at) / width).powi(2)).exp()
+}
+
 /// A small run's gauges: a pressure pulse, a falling height, and a force gauge's components.
 fn write_gauges(dir: &Path) {
-    let mut csv = String::from("time,P1,H1,F1.fx,F1.fy,F1.fz\n");
-    for i in 0..=200 {
-        let t = i as f64 * 0.005;
-        let p = 5000.0 * (-((t - 0.5) / 0.02).powi(2)).exp();
-        csv.push_str(&format!("{t},{p},{},{},{},{}\n", 0.55 - 0.3 * t, 10.0 * t, -t, 0.5));
-    }
-    fs::create_dir_all(dir).unwrap();
-    fs::write(dir.join("gauges.csv"), csv).unwrap();
+    write_series(&dir.join("gauges.csv"), "time,P1,H1,F1.fx,F1.fy,F1.fz\n", 200, 0.005, |t| {
+        format!("{},{},{},{},{}", pulse(t, 5000.0, 0.5, 0.02), 0.55 - 0.3 * t, 10.0 * t, -t, 0.5)
+    });
 }
 
 #[test]
@@ -919,13 +931,10 @@ fn plot_draws_a_png_per_gauge_with_a_reference_and_an_average() {
     let run = tmp.join("run");
     write_gauges(&run);
     // A reference at 1 kHz for P1 (longer than the run), and a column no gauge has.
-    let mut reference = String::from("# measured\n# label: test experiment\nTime (s),P1,X9\n");
-    for i in 0..=2000 {
-        let t = i as f64 * 0.001;
-        reference.push_str(&format!("{t},{},{t}\n", 4000.0 * (-((t - 0.51) / 0.03).powi(2)).exp()));
-    }
     let ref_path = tmp.join("reference.csv");
-    fs::write(&ref_path, reference).unwrap();
+    write_series(&ref_path, "# measured\n# label: test experiment\nTime (s),P1,X9\n", 2000, 0.001, |t| {
+        format!("{},{t}", pulse(t, 4000.0, 0.51, 0.03))
+    });
 
     let out = surge(&["plot", &run.display().to_string()]);
     out.assert_code(0);
@@ -975,19 +984,11 @@ fn plot_takes_several_references() {
     let run = tmp.join("run");
     write_gauges(&run);
     let experiment = tmp.join("experiment.csv");
-    let mut csv = String::from("# label: test experiment\ntime,P1,H1\n");
-    for i in 0..=100 {
-        let t = i as f64 * 0.01;
-        csv.push_str(&format!("{t},{},{}\n", 3000.0 * (-((t - 0.52) / 0.03).powi(2)).exp(), 0.6 - 0.3 * t));
-    }
-    fs::write(&experiment, csv).unwrap();
+    write_series(&experiment, "# label: test experiment\ntime,P1,H1\n", 100, 0.01, |t| {
+        format!("{},{}", pulse(t, 3000.0, 0.52, 0.03), 0.6 - 0.3 * t)
+    });
     let other = tmp.join("other_code.csv");
-    let mut csv = String::from("# label: other code\ntime,P1\n");
-    for i in 0..=100 {
-        let t = i as f64 * 0.01;
-        csv.push_str(&format!("{t},{}\n", 7000.0 * (-((t - 0.45) / 0.03).powi(2)).exp()));
-    }
-    fs::write(&other, csv).unwrap();
+    write_series(&other, "# label: other code\ntime,P1\n", 100, 0.01, |t| pulse(t, 7000.0, 0.45, 0.03).to_string());
     let (e, o) = (experiment.display().to_string(), other.display().to_string());
     let out = surge(&["plot", &run.display().to_string(), "--only", "P1,H1", "--reference", &e, "--reference", &o]);
     out.assert_code(0);

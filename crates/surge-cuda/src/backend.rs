@@ -1412,6 +1412,17 @@ impl CudaBackend {
         Ok(())
     }
 
+    /// What the re-key left in the statistics `s`: fails with the particle it could not
+    /// place; counts those it removed (returned).
+    fn rekey_found(&mut self, s: &[u32; 8]) -> Result<usize, Failure> {
+        if s[STAT_BAD_ID] != u32::MAX {
+            return Err(Failure::Particle(self.bad_particle(s[STAT_BAD_ID], None)?));
+        }
+        self.removed += u64::from(s[STAT_REMOVED]);
+        self.removed_for_density += u64::from(s[STAT_DENSITY_OUT]);
+        Ok(s[STAT_REMOVED] as usize)
+    }
+
     /// First part of a rebuild's first half: re-key the owned particles (when `rekey`) and
     /// list which stay (in this device's new window: its slice, and copies of particles it
     /// owned until now) and which go to each neighbour's window. Returns how many are kept,
@@ -1448,12 +1459,7 @@ impl CudaBackend {
                 return Ok((own.len() - removed, 0, 0));
             }
             let s = self.read_stats("rekey_kernel")?;
-            if s[STAT_BAD_ID] != u32::MAX {
-                return Err(Failure::Particle(self.bad_particle(s[STAT_BAD_ID], None)?));
-            }
-            removed += s[STAT_REMOVED] as usize;
-            self.removed += s[STAT_REMOVED] as u64;
-            self.removed_for_density += s[STAT_DENSITY_OUT] as u64;
+            removed += self.rekey_found(&s)?;
         }
         if alone {
             return Ok((own.len() - removed, 0, 0));
@@ -1793,7 +1799,7 @@ impl CudaBackend {
     fn sort(&mut self) -> Result<(), Failure> {
         let n = self.n as i32;
         let (wlo, whi) = self.win.window;
-        let mut drop = self.dropping.take();
+        let drop = self.dropping.take();
         // A device alone whose re-key is unread: every particle held is owned and inside the
         // window unless removed, so with all of them taken as held and owned the keys are
         // those of a sort without dropping, the removed ones dropped, none `bad`, and the
@@ -1822,18 +1828,10 @@ impl CudaBackend {
             unsafe { b.launch(cfg(self.n)) }.map_err(|e| fail("key_sort_kernel (counts)", e))?;
         }
         let s = self.read_stats("key_sort_kernel")?;
+        let mut dropped = drop.map_or(0, |d| d.dropped);
         if unread {
-            // The re-key's (classify): a particle that failed, those removed.
-            if s[STAT_BAD_ID] != u32::MAX {
-                return Err(Failure::Particle(self.bad_particle(s[STAT_BAD_ID], None)?));
-            }
-            let removed = s[STAT_REMOVED] as usize;
-            self.removed += removed as u64;
-            self.removed_for_density += s[STAT_DENSITY_OUT] as u64;
-            if removed > 0 {
-                let before = drop.as_ref().map_or(0, |d| d.dropped);
-                drop = Some(Dropping { held: self.n, own: 0..self.n, dropped: before + removed });
-            }
+            // The re-key's (classify): the particles it removed go with the dropped ones.
+            dropped += self.rekey_found(&s)?;
         } else if s[STAT_BAD_ID] != u32::MAX {
             return Err(Failure::Device(format!(
                 "particle {} lies outside the window of device {} after a rebuild",
@@ -1859,7 +1857,7 @@ impl CudaBackend {
             unsafe { b.launch(cfg(self.bins)) }.map_err(|e| fail("order_bins_kernel", e))?;
         }
         // The dropped particles are last (bin `bins`, left unordered): gather the others.
-        self.n -= drop.map_or(0, |d| d.dropped);
+        self.n -= dropped;
         self.permute(self.n)?;
         Ok(())
     }
@@ -2618,11 +2616,15 @@ impl Backend for CudaBackend {
     }
 
     fn rebuild_device_seconds(&mut self) -> Option<f64> {
+        // Asked after every force pass: nothing to do but after a rebuild.
+        if self.rebuild_marked != 2 {
+            return None;
+        }
         self.bind().ok()?;
         let [start, end] = self.rebuild_marks.as_ref()?;
         // Read once, and only once the end is reached (after the force pass's wait it is):
         // elapsed_ms would wait for it.
-        if self.rebuild_marked != 2 || !end.is_complete() {
+        if !end.is_complete() {
             return None;
         }
         self.rebuild_marked = 0;
