@@ -1333,10 +1333,25 @@ __device__ const double damping_zones[DAMPING][6] = DAMPING_ZONES;
 // pose's velocity (twin of SolidMove::apply, float64), and its wall normal turns (SolidMove::
 // turn); with mDBC the mDBC velocity of one too far from the fluid for a ghost node follows.
 // Damping zones (DAMPING) scale fluid velocities at full updates (surge_core::motion::Damping).
+// The time step on the device (a device alone: the host reads it back with the update's
+// statistics instead of waiting for the force pass's): twin of surge_core::step::time_step
+// in float64, `cap` the case's fixed limits (Case::limit_dt of infinity), landing on the
+// step's limit `left` ahead as the worker does. One thread.
+extern "C" __global__ void dt_kernel(const unsigned *__restrict__ stats, double cfl, double h, double c0, double cap,
+                                     double left, double *__restrict__ dt_out) {
+    const double a = (double)__uint_as_float(stats[0]), visc = (double)__uint_as_float(stats[1]);
+    const double forces = a > 0.0 ? sqrt(h / a) : __longlong_as_double(0x7ff0000000000000LL);
+    double dt = fmin(cfl * fmin(forces, h / (c0 + visc)), cap);
+    if (dt >= left * 0.99) dt = left;
+    *dt_out = dt;
+}
+
+// `dt_dev` (not null): the time step dt_kernel left on the device, instead of `dt`.
 extern "C" __global__ void update_kernel(int n, int which, float dt, float4 *pos, float4 *vel, float4 *vel_prev,
                                          float4 *pos_prev, const float4 *force, const Info *info, const float4 *shift,
                                          unsigned *stats, float4 *wall, float4 *mdbc, int nmoves,
-                                         const double *moves) {
+                                         const double *moves, const double *dt_dev) {
+    if (dt_dev) dt = (float)*dt_dev;
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     float disp = 0.0f, speed = 0.0f;
     if (i < n) {

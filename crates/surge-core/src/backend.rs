@@ -435,6 +435,18 @@ pub trait Backend: Interpolate + Send {
     /// with the lowest-id particle whose new state is not finite. The boundary particles of
     /// moving solids take the moves of the last [`Backend::set_moves`].
     fn update(&mut self, which: Update, dt: f64) -> Result<UpdateStats, Failure>;
+    /// Whether [`Backend::update_device_dt`] works: the time step taken on the device from
+    /// the last force pass, so the host need not wait for that pass before the update.
+    fn device_time_step(&self) -> bool {
+        false
+    }
+    /// [`Backend::update`] with the time step of [`crate::step::time_step`] computed on the
+    /// device from the last force pass's largest values (a device alone: no reduction),
+    /// shortened to `left` where the worker would; returns it with the update's values.
+    fn update_device_dt(&mut self, which: Update, left: f64) -> Result<(f64, UpdateStats), Failure> {
+        let _ = (which, left);
+        Err(Failure::Device("this backend takes its time step from the host".into()))
+    }
     /// The rigid moves of the moving solids for the next update (one per solid; issue 14),
     /// from [`crate::motion::moves`]: called before each update of a case with moving
     /// solids, never otherwise.

@@ -266,6 +266,7 @@ struct Kernels {
     mdbc_list: Option<CudaFunction>,
     mdbc_ghost_key: Option<CudaFunction>,
     update: CudaFunction,
+    dt: CudaFunction,
     gauge_sums: CudaFunction,
     front: CudaFunction,
     boundary_loads: CudaFunction,
@@ -396,6 +397,8 @@ pub struct CudaBackend {
     words_host: PinnedHostSlice<u32>,
     /// Recorded by [`Self::settle`] to wait for the stream.
     settled: CudaEvent,
+    /// The time step dt_kernel leaves for the update (a float64 in two words).
+    dt_dev: CudaSlice<u32>,
     /// Timing events recorded at a rebuild's start and end, whose tail a device alone leaves
     /// queued ([`Backend::rebuild_device_seconds`]); None where they could not be made.
     rebuild_marks: Option<[CudaEvent; 2]>,
@@ -942,6 +945,7 @@ impl CudaBackend {
             mdbc_list: if case.boundary.is_mdbc() { Some(f("mdbc_list_kernel")?) } else { None },
             mdbc_ghost_key: if case.boundary.is_mdbc() { Some(f("mdbc_ghost_key_kernel")?) } else { None },
             update: f("update_kernel")?,
+            dt: f("dt_kernel")?,
             gauge_sums: f("gauge_sums_kernel")?,
             front: f("front_kernel")?,
             boundary_loads: f("boundary_loads_kernel")?,
@@ -1034,6 +1038,7 @@ impl CudaBackend {
             stats: up(&STATS_INIT, 0, "stats")?,
             words_host: pinned(&ctx, 8)?,
             settled: event()?,
+            dt_dev: zeros(2, "the time step")?,
             rebuild_marks: {
                 let timed = || ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)).ok();
                 timed().zip(timed()).map(|(a, b)| [a, b])
@@ -2002,7 +2007,20 @@ impl CudaBackend {
         Ok(())
     }
 
-    fn try_update(&mut self, which: Update, dt: f64) -> Result<UpdateStats, Failure> {
+    /// The update with the host's `dt`, or (`left`: the time to the step's limit) with the
+    /// time step computed on the device from the force pass's statistics (`dt_kernel`),
+    /// which comes back with the update's: no wait between the force pass and the update.
+    fn try_update(&mut self, which: Update, dt: f64, left: Option<f64>) -> Result<(f64, UpdateStats), Failure> {
+        if let Some(left) = left {
+            let c = &self.case;
+            let (cfl, h, c0, cap) = (c.cfl, c.h, c.c0, c.limit_dt(f64::INFINITY));
+            let mut b = self.stream.launch_builder(&self.k.dt);
+            b.arg(&self.stats).arg(&cfl).arg(&h).arg(&c0).arg(&cap).arg(&left).arg(&mut self.dt_dev);
+            let one = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (1, 1, 1), shared_mem_bytes: 0 };
+            // SAFETY: argument types match dt_kernel; stats holds 8 words, dt_dev two (a
+            // float64, its allocation aligned).
+            unsafe { b.launch(one) }.map_err(|e| fail("dt_kernel", e))?;
+        }
         self.reset_stats()?;
         let n = self.n as i32;
         let code: i32 = match which {
@@ -2011,7 +2029,7 @@ impl CudaBackend {
             Update::Verlet => 2,
             Update::VerletEuler => 3,
         };
-        let dt = dt as f32;
+        let dt32 = dt as f32;
         {
             let CudaBackend {
                 stream,
@@ -2030,10 +2048,11 @@ impl CudaBackend {
                 mdbc,
                 moves,
                 nmoves,
+                dt_dev,
                 ..
             } = self;
             let mut b = stream.launch_builder(&k.update);
-            b.arg(&n).arg(&code).arg(&dt).arg(pos).arg(vel).arg(vel_prev);
+            b.arg(&n).arg(&code).arg(&dt32).arg(pos).arg(vel).arg(vel_prev);
             match pos_prev.as_mut() {
                 Some(p) => b.arg(p),
                 None => b.arg(dummy_out),
@@ -2048,18 +2067,27 @@ impl CudaBackend {
                 None => b.arg(&*dummy),
             };
             b.arg(&*nmoves).arg(&*moves);
+            let null = 0u64;
+            match left {
+                Some(_) => b.arg(&*dt_dev),
+                None => b.arg(&null),
+            };
             // SAFETY: argument types match update_kernel; pos_prev is used only by the
             // symplectic updates, which allocate it; wall and mdbc only where the case
             // allocates them (MOTION with laminar viscosity or mDBC; mDBC); moves holds
-            // nmoves entries.
+            // nmoves entries; dt_dev (or a null pointer) a float64.
             unsafe { b.launch(cfg(self.n)) }.map_err(|e| fail("update_kernel", e))?;
         }
-        let s = self.read_stats("update_kernel")?;
-        if s[STAT_BAD_ID] != u32::MAX {
-            let bad = self.bad_particle(s[STAT_BAD_ID], Some("has a non-finite velocity, position or density"))?;
+        // Words 2-4 of the statistics (largest displacement and speed, the failed id), then
+        // the device's time step.
+        let v = [self.stats.slice(2..5), self.dt_dev.slice(..)];
+        let s = read_words(&self.stream, &self.settled, &mut self.words_host, &v, "update_kernel")?;
+        if s[STAT_BAD_ID - 2] != u32::MAX {
+            let bad = self.bad_particle(s[STAT_BAD_ID - 2], Some("has a non-finite velocity, position or density"))?;
             return Err(Failure::Particle(bad));
         }
-        Ok(UpdateStats { disp_max: f32::from_bits(s[2]), vel_max: f32::from_bits(s[3]) })
+        let dt = if left.is_some() { f64::from_bits(u64::from(s[3]) | (u64::from(s[4]) << 32)) } else { dt };
+        Ok((dt, UpdateStats { disp_max: f32::from_bits(s[0]), vel_max: f32::from_bits(s[1]) }))
     }
 
     /// Copy the particles `r` to the host, through the pinned buffers in chunks of at most
@@ -2802,7 +2830,16 @@ impl Backend for CudaBackend {
 
     fn update(&mut self, which: Update, dt: f64) -> Result<UpdateStats, Failure> {
         self.bind()?;
-        self.try_update(which, dt)
+        self.try_update(which, dt, None).map(|(_, s)| s)
+    }
+
+    fn device_time_step(&self) -> bool {
+        true
+    }
+
+    fn update_device_dt(&mut self, which: Update, left: f64) -> Result<(f64, UpdateStats), Failure> {
+        self.bind()?;
+        self.try_update(which, 0.0, Some(left))
     }
 
     fn set_moves(&mut self, moves: &[SolidMove]) -> Result<(), Failure> {

@@ -133,6 +133,11 @@ pub(crate) struct Worker {
     /// The case's step at rest ([`Case::initial_dt`]): a step far below it stops the run
     /// ([`Failure::StepCollapsed`]).
     at_rest: f64,
+    /// The time step taken on the device ([`Backend::update_device_dt`]): one device in the
+    /// whole job, Verlet, no moving solids, floating bodies or open boundaries (whose moves
+    /// and times need the step on the host before the update); `SURGE_DEVICE_DT=0` turns it
+    /// off.
+    device_dt: bool,
     /// The moving solids' moves of the current update, reused.
     solid_moves: Vec<surge_core::motion::SolidMove>,
     /// The floating bodies' constant properties (issue 15).
@@ -188,6 +193,7 @@ impl Worker {
             links: None,
             solid_ids: case.motions.iter().map(|m| surge_core::geometry::solid_ids(case, m.solid)).collect(),
             at_rest: case.initial_dt(),
+            device_dt: false,
             solid_moves: Vec::new(),
         }
     }
@@ -449,7 +455,7 @@ impl Worker {
 
     /// One force pass: edges, their values out, inner, the neighbours' values in (over host
     /// links while a device computes the inner part), the wait for the device.
-    fn forces(&mut self) -> ForceStats {
+    fn forces(&mut self, wait: bool) -> ForceStats {
         let t0 = Instant::now();
         self.call(|b| b.forces(Part::Edges));
         // A device that computes on its own gets the inner part first, so it never idles
@@ -498,7 +504,9 @@ impl Worker {
         }
         let back_early = t1.elapsed().as_secs_f64();
         let t2 = Instant::now();
-        let stats = self.call(|b| b.force_stats()).unwrap_or_default();
+        // Without the wait the update takes the time step on the device, and the force
+        // pass's time counts as the update's.
+        let stats = if wait { self.call(|b| b.force_stats()).unwrap_or_default() } else { ForceStats::default() };
         // The device still computing after the early receipts hid them.
         let hidden = t2.elapsed().as_secs_f64() > STILL_COMPUTING;
         let early_exposed = if hidden { 0.0 } else { back_early };
@@ -579,6 +587,13 @@ impl Worker {
                 self.dense_logged = dense;
             }
         }
+        self.device_dt = self.map.devices() == 1
+            && self.backend.device_time_step()
+            && self.case.scheme == surge_core::config::Scheme::Verlet
+            && self.case.moving_solids() == 0
+            && self.frames.is_empty()
+            && self.case.open.is_empty()
+            && std::env::var("SURGE_DEVICE_DT").map_or(true, |v| v.trim() != "0");
         let mut stats = ForceStats::default();
         let mut dt = 0.0;
         let mut disp = 0.0f64;
@@ -595,11 +610,12 @@ impl Worker {
                         });
                     }
                     forces_done += 1;
-                    stats = self.forces();
+                    stats = self.forces(!self.device_dt);
                     if !self.frames.is_empty() {
                         self.body_loads();
                     }
                 }
+                Stage::ReduceDt if self.device_dt => {}
                 Stage::ReduceDt => {
                     let mut v = std::mem::take(&mut self.reduced);
                     v.clear();
@@ -642,7 +658,16 @@ impl Worker {
                         self.call(|b| b.set_moves(&mv));
                         self.solid_moves = mv;
                     }
-                    if let Some(s) = self.call(|b| b.update(u, dt)) {
+                    if self.device_dt {
+                        if let Some((d, s)) = self.call(|b| b.update_device_dt(u, limit - c.time)) {
+                            dt = d;
+                            disp += s.disp_max as f64;
+                            // As the host's time step is checked, one update later.
+                            if dt < surge_core::backend::DT_COLLAPSE * self.at_rest {
+                                return Err(Some(Failure::StepCollapsed { dt, at_rest: self.at_rest }));
+                            }
+                        }
+                    } else if let Some(s) = self.call(|b| b.update(u, dt)) {
                         disp += s.disp_max as f64;
                     }
                     let took = t0.elapsed().as_secs_f64();
