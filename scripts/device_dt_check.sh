@@ -36,7 +36,7 @@ done
 [ -x "$DIR/gpu_parity" ] && { timeout 200 "$DIR/gpu_parity" --ignored >>"$OUT/tests.log" 2>&1 &&
     rows+=("gpu_parity: passed") || rows+=("gpu_parity: FAILED (tests.log)"); }
 b() { SURGE_DEVICE_DT=$1 "$DIR/surge" bench --backend cuda --cases dam-break3d --set dp=0.006 --steps 200 "${@:2}" \
-    2>>"$OUT/bench.log" | grep -E '^dam_break' | tail -n 1 | awk '{print $7}'; }
+    2>>"$OUT/bench.log" | tee -a "$OUT/bench.log" | grep -E '^dam_break' | tail -n 1 | awk '{print $7}'; }
 for w in "0 6" "0.3 3"; do
     set -- $w
     off=(); on=()
