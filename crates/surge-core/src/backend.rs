@@ -127,6 +127,20 @@ pub struct UpdateStats {
     pub vel_max: f32,
 }
 
+/// Result of an update that took its time step on the device
+/// ([`Backend::update_device_dt`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DeviceStep {
+    /// The time step the update took.
+    pub dt: f64,
+    /// The update's values, as [`Backend::update`] returns them.
+    pub stats: UpdateStats,
+    /// The device's own seconds from the end of the force pass to the end of the update,
+    /// where it can say: the host, which waited for both in the update, counts the rest as
+    /// the force pass's.
+    pub device_seconds: Option<f64>,
+}
+
 /// Host copy of the particles for output, in storage order.
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
@@ -349,7 +363,8 @@ pub trait Backend: Interpolate + Send {
     }
     /// Wait for the force pass and return its largest values (owned particles only).
     fn force_stats(&mut self) -> Result<ForceStats, Failure>;
-    /// After [`Backend::force_stats`]: the device's own seconds for the last rebuild, once,
+    /// After [`Backend::force_stats`] (or [`Backend::update_device_dt`], which waits for the
+    /// force pass too): the device's own seconds for the last rebuild, once,
     /// where its rebuild returns before the device is done with it (its tail then runs
     /// before the force pass and would count as forces). None by default (a rebuild that
     /// returns done), and where the device cannot say.
@@ -443,7 +458,7 @@ pub trait Backend: Interpolate + Send {
     /// [`Backend::update`] with the time step of [`crate::step::time_step`] computed on the
     /// device from the last force pass's largest values (a device alone: no reduction),
     /// shortened to `left` where the worker would; returns it with the update's values.
-    fn update_device_dt(&mut self, which: Update, left: f64) -> Result<(f64, UpdateStats), Failure> {
+    fn update_device_dt(&mut self, which: Update, left: f64) -> Result<DeviceStep, Failure> {
         let _ = (which, left);
         Err(Failure::Device("this backend takes its time step from the host".into()))
     }

@@ -15,8 +15,8 @@ use cudarc::driver::{
 use std::ops::Range;
 use std::sync::Arc;
 use surge_core::backend::{
-    Backend, BadParticle, DeviceBlock, Failure, ForceStats, Link, Part, Snapshot, Update, UpdateStats, DENSITY_OUT,
-    LEFT_DOMAIN,
+    Backend, BadParticle, DeviceBlock, DeviceStep, Failure, ForceStats, Link, Part, Snapshot, Update, UpdateStats,
+    DENSITY_OUT, LEFT_DOMAIN,
 };
 use surge_core::bodies::{BodyLoad, LOAD_LEN};
 use surge_core::buffers::{self, BufferId, BufferSet, Kind, ParticleState};
@@ -404,6 +404,10 @@ pub struct CudaBackend {
     rebuild_marks: Option<[CudaEvent; 2]>,
     /// 1: the start is recorded; 2: the end too, not yet read.
     rebuild_marked: u8,
+    /// Timing events around an update that takes its time step on the device: from the
+    /// force pass's end to the update's, so the worker can tell the force pass it waited
+    /// for from the update ([`DeviceStep::device_seconds`]).
+    update_marks: Option<[CudaEvent; 2]>,
     /// Counters of the rebuild's classification: leaving, to the left, to the right.
     counters: CudaSlice<u32>,
     /// Stand in for buffers a case does not use (never touched by its kernels): one for
@@ -784,6 +788,13 @@ fn pinned(ctx: &Arc<CudaContext>, len: usize) -> Result<PinnedHostSlice<u32>, St
     unsafe { ctx.alloc_pinned_with_flags::<u32>(len.max(4), 0) }.map_err(|e| fail("allocating pinned host memory", e))
 }
 
+/// Two timing events (a start and an end); None where they cannot be made, and the times
+/// they would give are then not read.
+fn timing_pair(ctx: &Arc<CudaContext>) -> Option<[CudaEvent; 2]> {
+    let timed = || ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)).ok();
+    timed().zip(timed()).map(|(a, b)| [a, b])
+}
+
 /// A buffer of `words` words holding the first `keep` words of `old`.
 fn grown(stream: &Arc<CudaStream>, old: &CudaSlice<u32>, words: usize, keep: usize) -> Result<CudaSlice<u32>, String> {
     let mut new = stream.alloc_zeros::<u32>(words).map_err(|e| fail("growing the particle buffers", e))?;
@@ -1039,11 +1050,9 @@ impl CudaBackend {
             words_host: pinned(&ctx, 8)?,
             settled: event()?,
             dt_dev: zeros(2, "the time step")?,
-            rebuild_marks: {
-                let timed = || ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)).ok();
-                timed().zip(timed()).map(|(a, b)| [a, b])
-            },
+            rebuild_marks: timing_pair(&ctx),
             rebuild_marked: 0,
+            update_marks: timing_pair(&ctx),
             counters: zeros(4, "counters")?,
             dummy: zeros(4, "placeholder")?,
             dummy_out: zeros(4, "placeholder")?,
@@ -2010,7 +2019,12 @@ impl CudaBackend {
     /// The update with the host's `dt`, or (`left`: the time to the step's limit) with the
     /// time step computed on the device from the force pass's statistics (`dt_kernel`),
     /// which comes back with the update's: no wait between the force pass and the update.
-    fn try_update(&mut self, which: Update, dt: f64, left: Option<f64>) -> Result<(f64, UpdateStats), Failure> {
+    fn try_update(&mut self, which: Update, dt: f64, left: Option<f64>) -> Result<DeviceStep, Failure> {
+        // Timed only where the host did not wait for the force pass (a device time step).
+        let timed = match (&self.update_marks, left) {
+            (Some([start, _]), Some(_)) => start.record(&self.stream).is_ok(),
+            _ => false,
+        };
         if let Some(left) = left {
             let c = &self.case;
             let (cfl, h, c0, cap) = (c.cfl, c.h, c.c0, c.limit_dt(f64::INFINITY));
@@ -2078,6 +2092,7 @@ impl CudaBackend {
             // nmoves entries; dt_dev (or a null pointer) a float64.
             unsafe { b.launch(cfg(self.n)) }.map_err(|e| fail("update_kernel", e))?;
         }
+        let timed = timed && self.update_marks.as_ref().is_some_and(|[_, end]| end.record(&self.stream).is_ok());
         // Words 2-4 of the statistics (largest displacement and speed, the failed id), then
         // the device's time step.
         let v = [self.stats.slice(2..5), self.dt_dev.slice(..)];
@@ -2087,7 +2102,13 @@ impl CudaBackend {
             return Err(Failure::Particle(bad));
         }
         let dt = if left.is_some() { f64::from_bits(u64::from(s[3]) | (u64::from(s[4]) << 32)) } else { dt };
-        Ok((dt, UpdateStats { disp_max: f32::from_bits(s[0]), vel_max: f32::from_bits(s[1]) }))
+        // The read waited for the stream, so the end is reached.
+        let device_seconds = match &self.update_marks {
+            Some([start, end]) if timed => start.elapsed_ms(end).ok().map(|ms| f64::from(ms) * 1e-3),
+            _ => None,
+        };
+        let stats = UpdateStats { disp_max: f32::from_bits(s[0]), vel_max: f32::from_bits(s[1]) };
+        Ok(DeviceStep { dt, stats, device_seconds })
     }
 
     /// Copy the particles `r` to the host, through the pinned buffers in chunks of at most
@@ -2830,14 +2851,14 @@ impl Backend for CudaBackend {
 
     fn update(&mut self, which: Update, dt: f64) -> Result<UpdateStats, Failure> {
         self.bind()?;
-        self.try_update(which, dt, None).map(|(_, s)| s)
+        self.try_update(which, dt, None).map(|s| s.stats)
     }
 
     fn device_time_step(&self) -> bool {
         true
     }
 
-    fn update_device_dt(&mut self, which: Update, left: f64) -> Result<(f64, UpdateStats), Failure> {
+    fn update_device_dt(&mut self, which: Update, left: f64) -> Result<DeviceStep, Failure> {
         self.bind()?;
         self.try_update(which, 0.0, Some(left))
     }

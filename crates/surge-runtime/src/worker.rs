@@ -504,8 +504,8 @@ impl Worker {
         }
         let back_early = t1.elapsed().as_secs_f64();
         let t2 = Instant::now();
-        // Without the wait the update takes the time step on the device, and the force
-        // pass's time counts as the update's.
+        // Without the wait the update takes the time step on the device and waits for the
+        // force pass; that wait counts as the force pass's there.
         let stats = if wait { self.call(|b| b.force_stats()).unwrap_or_default() } else { ForceStats::default() };
         // The device still computing after the early receipts hid them.
         let hidden = t2.elapsed().as_secs_f64() > STILL_COMPUTING;
@@ -513,12 +513,9 @@ impl Worker {
         let mut computed = t0.elapsed().as_secs_f64() - early_exposed - if launch_first { 0.0 } else { out };
         // A device whose rebuild ran on past the host's part of it (a GPU alone queues its
         // sort's tail behind one wait): that tail was waited for here, and is the rebuild's.
-        if let Some(device) = self.backend.rebuild_device_seconds() {
-            let tail = (device - self.last_rebuild).clamp(0.0, computed.max(0.0));
-            computed -= tail;
-            self.times.rebuild += tail;
-            self.window_work += tail;
-        }
+        let tail = if wait { self.rebuild_tail(computed) } else { 0.0 };
+        computed -= tail;
+        self.window_work += tail;
         let t3 = Instant::now();
         let mut behind = 0.0;
         for side in self.neighbours().filter(|&s| !early(s)) {
@@ -533,6 +530,16 @@ impl Worker {
         self.window_work += computed;
         self.times.exposed += exposed;
         stats
+    }
+
+    /// Of `waited` seconds waiting for the device, the tail of the last rebuild that ran on
+    /// past the host's part of it (a GPU alone queues its sort's tail behind one wait):
+    /// counted as the rebuild's here, returned for the caller to take off its own stage.
+    fn rebuild_tail(&mut self, waited: f64) -> f64 {
+        let Some(device) = self.backend.rebuild_device_seconds() else { return 0.0 };
+        let tail = (device - self.last_rebuild).clamp(0.0, waited.max(0.0));
+        self.times.rebuild += tail;
+        tail
     }
 
     /// The neighbour on `side`'s edge force values into this device's copies. Returns the
@@ -658,20 +665,28 @@ impl Worker {
                         self.call(|b| b.set_moves(&mv));
                         self.solid_moves = mv;
                     }
+                    // The time the update waited for the force pass (a device time step):
+                    // the force pass's, and the rebuild's where its tail ran before.
+                    let mut waited = 0.0;
                     if self.device_dt {
-                        if let Some((d, s)) = self.call(|b| b.update_device_dt(u, limit - c.time)) {
-                            dt = d;
-                            disp += s.disp_max as f64;
+                        if let Some(step) = self.call(|b| b.update_device_dt(u, limit - c.time)) {
+                            dt = step.dt;
+                            disp += step.stats.disp_max as f64;
                             // As the host's time step is checked, one update later.
                             if dt < surge_core::backend::DT_COLLAPSE * self.at_rest {
                                 return Err(Some(Failure::StepCollapsed { dt, at_rest: self.at_rest }));
+                            }
+                            if let Some(device) = step.device_seconds {
+                                waited = (t0.elapsed().as_secs_f64() - device).max(0.0);
                             }
                         }
                     } else if let Some(s) = self.call(|b| b.update(u, dt)) {
                         disp += s.disp_max as f64;
                     }
                     let took = t0.elapsed().as_secs_f64();
-                    self.times.update += took;
+                    let tail = self.rebuild_tail(waited);
+                    self.times.update += took - waited;
+                    self.times.forces += waited - tail;
                     self.window_work += took;
                 }
             }
