@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The time step on the device (branch exp/device-dt: `Backend::update_device_dt`, a device
-# alone with Verlet; `SURGE_DEVICE_DT=0` takes it from the host as before), checked and
-# measured in one call on one GPU:
+# The time step on the device (`Backend::update_device_dt`: a device alone with Verlet and no
+# moving solids, floating bodies or open boundaries; `SURGE_DEVICE_DT=0` takes it from the
+# host), checked and measured in one call on one GPU:
 #   1. bitwise: runs with and without it (the 3D dam break at dp 0.012 to 0.5 s, Test 2 with
 #      mDBC at dp 0.02 to 0.3 s, the 2D dam break), every frame and gauges.csv by md5;
 #   2. decomposition (one device, which takes it, against 2-4, which do not: bitwise),
