@@ -32,6 +32,8 @@ pub fn plan(case: &Case, step: u64) -> &'static [Stage] {
 
 /// The variable time step from the largest values of a force pass (already reduced over
 /// devices): `cfl * min(sqrt(h/a_max), h/(c0 + visc_max))`, then the case's fixed limits.
+/// A GPU alone takes it on the device: `dt_kernel` in kernels/step.cu is its float64 twin
+/// (change both; `scripts/device_dt_check.sh` checks them bitwise equal).
 pub fn time_step(case: &Case, s: &ForceStats) -> f64 {
     let dt = case.cfl * dt_forces(case.h, s.acc_max as f64).min(dt_acoustic(case.h, case.c0, s.visc_max as f64));
     case.limit_dt(dt)
