@@ -1335,15 +1335,16 @@ __device__ const double damping_zones[DAMPING][6] = DAMPING_ZONES;
 // Damping zones (DAMPING) scale fluid velocities at full updates (surge_core::motion::Damping).
 // The time step on the device (a device alone: the host reads it back with the update's
 // statistics instead of waiting for the force pass's): twin of surge_core::step::time_step
-// in float64, `cap` the case's fixed limits (Case::limit_dt of infinity), landing on the
-// step's limit `left` ahead as the worker does. One thread.
+// in float64, `cap` the case's fixed limits (Case::limit_dt of infinity), then landing on the
+// step's limit `left` ahead (surge_core::step::land). One thread: dt_out[0] the step the
+// update takes, dt_out[1] the step before landing (what a collapse is judged by).
 extern "C" __global__ void dt_kernel(const unsigned *__restrict__ stats, double cfl, double h, double c0, double cap,
                                      double left, double *__restrict__ dt_out) {
     const double a = (double)__uint_as_float(stats[0]), visc = (double)__uint_as_float(stats[1]);
     const double forces = a > 0.0 ? sqrt(h / a) : __longlong_as_double(0x7ff0000000000000LL);
-    double dt = fmin(cfl * fmin(forces, h / (c0 + visc)), cap);
-    if (dt >= left * 0.99) dt = left;
-    *dt_out = dt;
+    const double dt = fmin(cfl * fmin(forces, h / (c0 + visc)), cap);
+    dt_out[0] = dt >= left * 0.99 ? left : dt;
+    dt_out[1] = dt;
 }
 
 // `dt_dev` (not null): the time step dt_kernel left on the device, instead of `dt`.

@@ -133,6 +133,9 @@ pub struct UpdateStats {
 pub struct DeviceStep {
     /// The time step the update took.
     pub dt: f64,
+    /// [`crate::step::time_step`]'s value before it landed on the step's limit
+    /// ([`crate::step::land`]): what a collapsed step is judged by, as on the host.
+    pub time_step: f64,
     /// The update's values, as [`Backend::update`] returns them.
     pub stats: UpdateStats,
     /// The device's own seconds from the end of the force pass to the end of the update,

@@ -397,7 +397,8 @@ pub struct CudaBackend {
     words_host: PinnedHostSlice<u32>,
     /// Recorded by [`Self::settle`] to wait for the stream.
     settled: CudaEvent,
-    /// The time step dt_kernel leaves for the update (a float64 in two words).
+    /// The time step dt_kernel leaves for the update, then the one before landing (two
+    /// float64, four words).
     dt_dev: CudaSlice<u32>,
     /// Timing events recorded at a rebuild's start and end, whose tail a device alone leaves
     /// queued ([`Backend::rebuild_device_seconds`]); None where they could not be made.
@@ -795,6 +796,12 @@ fn timing_pair(ctx: &Arc<CudaContext>) -> Option<[CudaEvent; 2]> {
     timed().zip(timed()).map(|(a, b)| [a, b])
 }
 
+/// Seconds between the two events of a [`timing_pair`] (the end reached), None where the
+/// driver cannot say.
+fn seconds_between([start, end]: &[CudaEvent; 2]) -> Option<f64> {
+    start.elapsed_ms(end).ok().map(|ms| f64::from(ms) * 1e-3)
+}
+
 /// A buffer of `words` words holding the first `keep` words of `old`.
 fn grown(stream: &Arc<CudaStream>, old: &CudaSlice<u32>, words: usize, keep: usize) -> Result<CudaSlice<u32>, String> {
     let mut new = stream.alloc_zeros::<u32>(words).map_err(|e| fail("growing the particle buffers", e))?;
@@ -1049,7 +1056,7 @@ impl CudaBackend {
             stats: up(&STATS_INIT, 0, "stats")?,
             words_host: pinned(&ctx, 8)?,
             settled: event()?,
-            dt_dev: zeros(2, "the time step")?,
+            dt_dev: zeros(4, "the time step")?,
             rebuild_marks: timing_pair(&ctx),
             rebuild_marked: 0,
             update_marks: timing_pair(&ctx),
@@ -2031,7 +2038,7 @@ impl CudaBackend {
             let mut b = self.stream.launch_builder(&self.k.dt);
             b.arg(&self.stats).arg(&cfl).arg(&h).arg(&c0).arg(&cap).arg(&left).arg(&mut self.dt_dev);
             let one = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (1, 1, 1), shared_mem_bytes: 0 };
-            // SAFETY: argument types match dt_kernel; stats holds 8 words, dt_dev two (a
+            // SAFETY: argument types match dt_kernel; stats holds 8 words, dt_dev four (two
             // float64, its allocation aligned).
             unsafe { b.launch(one) }.map_err(|e| fail("dt_kernel", e))?;
         }
@@ -2094,21 +2101,20 @@ impl CudaBackend {
         }
         let timed = timed && self.update_marks.as_ref().is_some_and(|[_, end]| end.record(&self.stream).is_ok());
         // Words 2-4 of the statistics (largest displacement and speed, the failed id), then
-        // the device's time step.
-        let v = [self.stats.slice(2..5), self.dt_dev.slice(..)];
-        let s = read_words(&self.stream, &self.settled, &mut self.words_host, &v, "update_kernel")?;
+        // the device's time steps where it took them.
+        let views = [self.stats.slice(2..5), self.dt_dev.slice(..)];
+        let v = if left.is_some() { &views[..] } else { &views[..1] };
+        let s = read_words(&self.stream, &self.settled, &mut self.words_host, v, "update_kernel")?;
         if s[STAT_BAD_ID - 2] != u32::MAX {
             let bad = self.bad_particle(s[STAT_BAD_ID - 2], Some("has a non-finite velocity, position or density"))?;
             return Err(Failure::Particle(bad));
         }
-        let dt = if left.is_some() { f64::from_bits(u64::from(s[3]) | (u64::from(s[4]) << 32)) } else { dt };
+        let word_f64 = |k: usize| f64::from_bits(u64::from(s[k]) | (u64::from(s[k + 1]) << 32));
+        let (dt, time_step) = if left.is_some() { (word_f64(3), word_f64(5)) } else { (dt, dt) };
         // The read waited for the stream, so the end is reached.
-        let device_seconds = match &self.update_marks {
-            Some([start, end]) if timed => start.elapsed_ms(end).ok().map(|ms| f64::from(ms) * 1e-3),
-            _ => None,
-        };
+        let device_seconds = self.update_marks.as_ref().filter(|_| timed).and_then(seconds_between);
         let stats = UpdateStats { disp_max: f32::from_bits(s[0]), vel_max: f32::from_bits(s[1]) };
-        Ok(DeviceStep { dt, stats, device_seconds })
+        Ok(DeviceStep { dt, time_step, stats, device_seconds })
     }
 
     /// Copy the particles `r` to the host, through the pinned buffers in chunks of at most
@@ -2670,14 +2676,14 @@ impl Backend for CudaBackend {
             return None;
         }
         self.bind().ok()?;
-        let [start, end] = self.rebuild_marks.as_ref()?;
+        let marks = self.rebuild_marks.as_ref()?;
         // Read once, and only once the end is reached (after the force pass's wait it is):
         // elapsed_ms would wait for it.
-        if !end.is_complete() {
+        if !marks[1].is_complete() {
             return None;
         }
         self.rebuild_marked = 0;
-        start.elapsed_ms(end).ok().map(|ms| f64::from(ms) * 1e-3)
+        seconds_between(marks)
     }
 
     fn force_stats(&mut self) -> Result<ForceStats, Failure> {

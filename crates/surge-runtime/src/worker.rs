@@ -161,6 +161,13 @@ impl Worker {
         let counted = counts(backend.as_ref());
         let frames = surge_core::geometry::body_frames(case);
         let clock = StepState::start(case, &frames);
+        let device_dt = map.devices() == 1
+            && backend.device_time_step()
+            && case.scheme == surge_core::config::Scheme::Verlet
+            && case.moving_solids() == 0
+            && frames.is_empty()
+            && case.open.is_empty()
+            && std::env::var("SURGE_DEVICE_DT").map_or(true, |v| v.trim() != "0");
         Worker {
             bodies_now: clock.bodies.clone(),
             bodies_next: Vec::new(),
@@ -193,7 +200,7 @@ impl Worker {
             links: None,
             solid_ids: case.motions.iter().map(|m| surge_core::geometry::solid_ids(case, m.solid)).collect(),
             at_rest: case.initial_dt(),
-            device_dt: false,
+            device_dt,
             solid_moves: Vec::new(),
         }
     }
@@ -594,13 +601,6 @@ impl Worker {
                 self.dense_logged = dense;
             }
         }
-        self.device_dt = self.map.devices() == 1
-            && self.backend.device_time_step()
-            && self.case.scheme == surge_core::config::Scheme::Verlet
-            && self.case.moving_solids() == 0
-            && self.frames.is_empty()
-            && self.case.open.is_empty()
-            && std::env::var("SURGE_DEVICE_DT").map_or(true, |v| v.trim() != "0");
         let mut stats = ForceStats::default();
         let mut dt = 0.0;
         let mut disp = 0.0f64;
@@ -635,11 +635,8 @@ impl Worker {
                     if dt < surge_core::backend::DT_COLLAPSE * self.at_rest {
                         return Err(Some(Failure::StepCollapsed { dt, at_rest: self.at_rest }));
                     }
-                    let left = limit - c.time;
                     // Land on `limit` exactly, without leaving a sliver step after it.
-                    if dt >= left * 0.99 {
-                        dt = left;
-                    }
+                    dt = surge_core::step::land(dt, limit - c.time);
                 }
                 Stage::Update(u) => {
                     let t0 = Instant::now();
@@ -672,8 +669,10 @@ impl Worker {
                         if let Some(step) = self.call(|b| b.update_device_dt(u, limit - c.time)) {
                             dt = step.dt;
                             disp += step.stats.disp_max as f64;
-                            // As the host's time step is checked, one update later.
-                            if dt < surge_core::backend::DT_COLLAPSE * self.at_rest {
+                            // As the host's time step is checked (before landing), one update
+                            // later.
+                            if step.time_step < surge_core::backend::DT_COLLAPSE * self.at_rest {
+                                let dt = step.time_step;
                                 return Err(Some(Failure::StepCollapsed { dt, at_rest: self.at_rest }));
                             }
                             if let Some(device) = step.device_seconds {
