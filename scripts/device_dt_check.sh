@@ -10,7 +10,7 @@
 #   3. `surge bench --backend cuda --cases dam-break3d --set dp=0.006 --steps 200` at rest
 #      (6 rounds) and developed to 0.3 s (3 rounds), alternated.
 # Usage: scripts/device_dt_check.sh DIR OUT (DIR: surge and the test binaries). Prints one
-# table last; logs in OUT.
+# table last; logs in OUT. BENCH=0 leaves out the benches (3).
 set -uo pipefail
 [ $# -ge 2 ] || { sed -n 2,12p "$0"; exit 2; }
 DIR=$(realpath "$1") OUT=$2
@@ -37,7 +37,8 @@ done
     rows+=("gpu_parity: passed") || rows+=("gpu_parity: FAILED (tests.log)"); }
 b() { SURGE_DEVICE_DT=$1 "$DIR/surge" bench --backend cuda --cases dam-break3d --set dp=0.006 --steps 200 "${@:2}" \
     2>>"$OUT/bench.log" | tee -a "$OUT/bench.log" | grep -E '^dam_break' | tail -n 1 | awk '{print $7}'; }
-for w in "0 6" "0.3 3"; do
+[ "${BENCH:-1}" = 0 ] && set -- || set -- "0 6" "0.3 3"
+for w in "$@"; do
     set -- $w
     off=(); on=()
     for r in $(seq "$2"); do off+=("$(b 0 --develop-to "$1")"); on+=("$(b 1 --develop-to "$1")"); done
