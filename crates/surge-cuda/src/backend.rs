@@ -265,6 +265,7 @@ struct Kernels {
     mdbc: Option<CudaFunction>,
     mdbc_list: Option<CudaFunction>,
     mdbc_ghost_key: Option<CudaFunction>,
+    mdbc_fix: Option<CudaFunction>,
     update: CudaFunction,
     dt: CudaFunction,
     gauge_sums: CudaFunction,
@@ -379,6 +380,13 @@ pub struct CudaBackend {
     force: CudaSlice<u32>,
     /// mDBC: the particles of the pass, listed at each rebuild.
     mdbc_list: Option<CudaSlice<u32>>,
+    /// mDBC with static walls (`compile::mdbc_in_vel`; `SURGE_CUDA_MDBC_FIXED=0` turns it
+    /// off): the ordered list as (cell, place in the cell's boundary bin), two words an entry
+    /// (`mdbc_fix_kernel`), made at a rebuild and kept while `mdbc_fixed_key` holds.
+    mdbc_fixed: Option<CudaSlice<u32>>,
+    /// The window and owned layers (`wlo`, `whi`, owned start and end, reach) the fixed list
+    /// was made for; None: make it at the next rebuild.
+    mdbc_fixed_key: Option<[i32; 5]>,
     /// Sort permutation; also the lists of particles to send during a rebuild (until the
     /// sort), and between rebuilds the mDBC list's order.
     perm: CudaSlice<u32>,
@@ -962,6 +970,7 @@ impl CudaBackend {
             mdbc: if case.boundary.is_mdbc() { Some(f("mdbc_kernel")?) } else { None },
             mdbc_list: if case.boundary.is_mdbc() { Some(f("mdbc_list_kernel")?) } else { None },
             mdbc_ghost_key: if case.boundary.is_mdbc() { Some(f("mdbc_ghost_key_kernel")?) } else { None },
+            mdbc_fix: if case.boundary.is_mdbc() { Some(f("mdbc_fix_kernel")?) } else { None },
             update: f("update_kernel")?,
             dt: f("dt_kernel")?,
             gauge_sums: f("gauge_sums_kernel")?,
@@ -1036,6 +1045,14 @@ impl CudaBackend {
             mdbc: optional(BufferId::Mdbc, "mDBC values")?,
             force: zeros(4 * cap, "forces")?,
             mdbc_list: if case.boundary.is_mdbc() { Some(zeros(cap, "the mDBC list")?) } else { None },
+            mdbc_fixed: if crate::compile::mdbc_in_vel(case)
+                && std::env::var("SURGE_CUDA_MDBC_FIXED").map_or(true, |v| v.trim() != "0")
+            {
+                Some(zeros(2 * cap, "the mDBC list's cells")?)
+            } else {
+                None
+            },
+            mdbc_fixed_key: None,
             perm: zeros(cap, "permutation")?,
             dropping: None,
             rekey_unread: false,
@@ -1425,6 +1442,10 @@ impl CudaBackend {
         if let Some(l) = self.mdbc_list.as_mut() {
             *l = grown(s, l, cap, 0)?;
         }
+        if let Some(l) = self.mdbc_fixed.as_mut() {
+            *l = grown(s, l, 2 * cap, 0)?;
+        }
+        self.mdbc_fixed_key = None;
         let chunk = cap.min(HOST_CHUNK);
         self.host_pos = pinned(&self.ctx, 4 * chunk)?;
         self.host_vel = pinned(&self.ctx, 4 * chunk)?;
@@ -2422,6 +2443,7 @@ impl CudaBackend {
         // Nothing held is kept.
         self.n = 0;
         self.dropping = None;
+        self.mdbc_fixed_key = None;
         self.ensure_capacity(m)?;
         self.upload(&mut state, 0)?;
         self.settle("loading the particle state")?;

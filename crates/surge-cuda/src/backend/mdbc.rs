@@ -8,9 +8,18 @@ impl CudaBackend {
     /// `mdbc_range` whose ghost node lies within the support, the ones the pass computes
     /// (`mdbc_list_kernel`), and set the others' values; then order the list by the cell of
     /// each entry's ghost node into `perm` (`mdbc_ghost_key_kernel` and a counting sort), so
-    /// that a warp's lanes share one stencil. Nothing without mDBC.
+    /// that a warp's lanes share one stencil. Nothing without mDBC. With static walls the
+    /// ordered list is kept as (cell, place in the cell's boundary bin) in `mdbc_fixed`
+    /// (`mdbc_fix_kernel`), and made again only when the window or the owned layers change
+    /// (or the buffers grow, or a state is loaded): every other rebuild does nothing here.
     pub(super) fn list_mdbc(&mut self) -> Result<(), String> {
         let range = self.mdbc_range.clone();
+        let (lo, hi) = self.map.owned(self.me);
+        let key = [self.win.window.0, self.win.window.1, lo, hi, self.win.reach];
+        if self.mdbc_fixed.is_some() && self.mdbc_fixed_key == Some(key) {
+            return Ok(());
+        }
+        self.mdbc_fixed_key = None;
         let CudaBackend { stream, k, vel, info, wall, mdbc, mdbc_list, mdbc_listed, dummy_out, .. } = self;
         let (Some(kernel), Some(wall), Some(list)) = (k.mdbc_list.as_ref(), wall.as_ref(), mdbc_list.as_mut()) else {
             return Ok(());
@@ -61,6 +70,19 @@ impl CudaBackend {
         b.arg(&count).arg(&*force).arg(&dummy).arg(&mut *table).arg(&mut *perm);
         // SAFETY: argument types match scatter_kernel; perm holds cap >= count entries.
         unsafe { b.launch(cfg(range.len())) }.map_err(|e| fail("scatter_kernel (mDBC)", e))?;
+        // Static walls: the ordered list by cell and place in its boundary bin, kept.
+        let CudaBackend { stream, k, pos, mdbc_list, perm, mdbc_listed, mdbc_fixed, cell_start, .. } = self;
+        let (Some(fix), Some(fixed), Some(list)) = (k.mdbc_fix.as_ref(), mdbc_fixed.as_mut(), mdbc_list.as_ref()) else {
+            return Ok(());
+        };
+        let mut b = stream.launch_builder(fix);
+        b.arg(&count).arg(&*mdbc_listed).arg(list).arg(&*perm).arg(&wlo).arg(&whi).arg(&*pos);
+        b.arg(&*cell_start).arg(fixed);
+        // SAFETY: argument types match mdbc_fix_kernel; the list and its order as above,
+        // `fixed` holds two words for each of cap >= count entries; the cell table is the
+        // sort's, just made.
+        unsafe { b.launch(cfg(range.len())) }.map_err(|e| fail("mdbc_fix_kernel", e))?;
+        self.mdbc_fixed_key = Some(key);
         Ok(())
     }
 
@@ -87,6 +109,8 @@ impl CudaBackend {
             cell_start,
             win,
             dummy_out,
+            mdbc_fixed,
+            mdbc_fixed_key,
             ..
         } = self;
         let (Some(kernel), Some(wall), Some(list)) = (k.mdbc.as_ref(), wall.as_ref(), mdbc_list.as_ref()) else {
@@ -100,10 +124,16 @@ impl CudaBackend {
         let mut b = stream.launch_builder(kernel);
         b.arg(list).arg(&*perm).arg(&*mdbc_listed).arg(&wlo).arg(&whi);
         b.arg(&*pos).arg(vel).arg(wall).arg(&*info).arg(&*cell_start).arg(mdbc);
+        let null = 0u64;
+        match (mdbc_fixed.as_ref(), mdbc_fixed_key.is_some()) {
+            (Some(f), true) => b.arg(f),
+            _ => b.arg(&null),
+        };
         // SAFETY: argument types match mdbc_kernel; the list holds `mdbc_listed` indices below
         // n, at most range.len() of them, and `perm` a permutation of its positions first
         // (list_mdbc, since the last rebuild, which nothing has overwritten: `perm` is
-        // reused only during rebuilds); `mdbc` is written only where it is allocated.
+        // reused only during rebuilds), or `fixed` (not null) the same list by cell and place
+        // in its boundary bin; `mdbc` is written only where it is allocated.
         unsafe { b.launch(cfg(range.len())) }.map_err(|e| fail("mdbc_kernel", e))?;
         Ok(())
     }
