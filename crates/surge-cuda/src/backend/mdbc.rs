@@ -20,6 +20,11 @@ impl CudaBackend {
             return Ok(());
         }
         self.mdbc_fixed_key = None;
+        // Kept for a device alone only: in a team a device's copies of its neighbours' wall
+        // particles arrive after its first rebuilds, under the same window and layers, so the
+        // key above would keep a list made without them (tests/decomposition.rs failed so on
+        // the GPU: mdbc_dam_break_3d_on_2_devices_matches_1).
+        let alone = self.map.devices() == 1;
         let CudaBackend { stream, k, vel, info, wall, mdbc, mdbc_list, mdbc_listed, dummy_out, .. } = self;
         let (Some(kernel), Some(wall), Some(list)) = (k.mdbc_list.as_ref(), wall.as_ref(), mdbc_list.as_mut()) else {
             return Ok(());
@@ -72,7 +77,9 @@ impl CudaBackend {
         unsafe { b.launch(cfg(range.len())) }.map_err(|e| fail("scatter_kernel (mDBC)", e))?;
         // Static walls: the ordered list by cell and place in its boundary bin, kept.
         let CudaBackend { stream, k, pos, mdbc_list, perm, mdbc_listed, mdbc_fixed, cell_start, .. } = self;
-        let (Some(fix), Some(fixed), Some(list)) = (k.mdbc_fix.as_ref(), mdbc_fixed.as_mut(), mdbc_list.as_ref()) else {
+        let (true, Some(fix), Some(fixed), Some(list)) =
+            (alone, k.mdbc_fix.as_ref(), mdbc_fixed.as_mut(), mdbc_list.as_ref())
+        else {
             return Ok(());
         };
         let mut b = stream.launch_builder(fix);
