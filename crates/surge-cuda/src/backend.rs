@@ -381,11 +381,15 @@ pub struct CudaBackend {
     /// mDBC: the particles of the pass, listed at each rebuild.
     mdbc_list: Option<CudaSlice<u32>>,
     /// mDBC with static walls (`compile::mdbc_in_vel`; `SURGE_CUDA_MDBC_FIXED=0` turns it
-    /// off): the ordered list as (cell, place in the cell's boundary bin), two words an entry
-    /// (`mdbc_fix_kernel`), made at a rebuild and kept while `mdbc_fixed_key` holds.
-    mdbc_fixed: Option<CudaSlice<u32>>,
-    /// The window and owned layers (`wlo`, `whi`, owned start and end, reach) the fixed list
-    /// was made for; None: make it at the next rebuild.
+    /// off) on a device alone: the ordered list kept in `mdbc_list` as each entry's cell and
+    /// place in the cell's boundary bin, one word an entry (`mdbc_fix_kernel`), made at a
+    /// rebuild and kept while `mdbc_fixed_key` holds. Set to false for good where a grid's
+    /// cells or a bin's wall particles do not fit the word.
+    mdbc_fixed: bool,
+    /// One word: set by `mdbc_fix_kernel` where an entry does not fit its word.
+    mdbc_fix_bad: Option<CudaSlice<u32>>,
+    /// The window and owned layers (`wlo`, `whi`, owned start and end, reach) the kept list
+    /// was made for; None: `mdbc_list` holds the list itself (and `perm` its order).
     mdbc_fixed_key: Option<[i32; 5]>,
     /// Sort permutation; also the lists of particles to send during a rebuild (until the
     /// sort), and between rebuilds the mDBC list's order.
@@ -1045,13 +1049,9 @@ impl CudaBackend {
             mdbc: optional(BufferId::Mdbc, "mDBC values")?,
             force: zeros(4 * cap, "forces")?,
             mdbc_list: if case.boundary.is_mdbc() { Some(zeros(cap, "the mDBC list")?) } else { None },
-            mdbc_fixed: if crate::compile::mdbc_in_vel(case)
-                && std::env::var("SURGE_CUDA_MDBC_FIXED").map_or(true, |v| v.trim() != "0")
-            {
-                Some(zeros(2 * cap, "the mDBC list's cells")?)
-            } else {
-                None
-            },
+            mdbc_fixed: crate::compile::mdbc_in_vel(case)
+                && std::env::var("SURGE_CUDA_MDBC_FIXED").map_or(true, |v| v.trim() != "0"),
+            mdbc_fix_bad: if case.boundary.is_mdbc() { Some(zeros(1, "the mDBC list's check")?) } else { None },
             mdbc_fixed_key: None,
             perm: zeros(cap, "permutation")?,
             dropping: None,
@@ -1441,9 +1441,6 @@ impl CudaBackend {
         // The list is made anew at the next rebuild.
         if let Some(l) = self.mdbc_list.as_mut() {
             *l = grown(s, l, cap, 0)?;
-        }
-        if let Some(l) = self.mdbc_fixed.as_mut() {
-            *l = grown(s, l, 2 * cap, 0)?;
         }
         self.mdbc_fixed_key = None;
         let chunk = cap.min(HOST_CHUNK);
