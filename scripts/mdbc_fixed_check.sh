@@ -16,14 +16,14 @@ row() { echo "$1" | tee -a "$OUT/table.txt"; }
 sum() { (cd "$1" && find . -name '*.vtu' -o -name gauges.csv | sort | xargs md5sum | md5sum | cut -c1-12); }
 for cfg in "--set dp=0.02 --set time.end=0.3" "--set dp=0.012 --set time.end=0.15"; do
     sums=()
-    for v in old new off; do
-        rm -rf "/tmp/fx_$v"; b=$DIR/surge; [ $v = old ] && b=$OLD
+    for v in old old2 new off; do
+        rm -rf "/tmp/fx_$v"; b=$DIR/surge; case $v in old*) b=$OLD ;; esac
         SURGE_CUDA_MDBC_FIXED=$([ $v = off ] && echo 0 || echo 1) "$b" run configs/spheric_test2.toml $cfg \
             --set output.interval=0.05 --backend cuda --out "/tmp/fx_$v" --quiet >>"$OUT/runs.log" 2>&1 ||
             echo "$v failed: $cfg" >>"$OUT/runs.log"
         sums+=("$(sum /tmp/fx_$v)")
     done
-    row "spheric_test2 $cfg: old ${sums[0]} new ${sums[1]} off ${sums[2]} $([ "${sums[0]}" = "${sums[1]}" ] && [ "${sums[1]}" = "${sums[2]}" ] && echo BITWISE || echo DIFFER)"
+    row "spheric_test2 $cfg: old ${sums[0]} old again ${sums[1]} new ${sums[2]} off ${sums[3]} $([ "${sums[0]}" = "${sums[2]}" ] && [ "${sums[2]}" = "${sums[3]}" ] && echo BITWISE || echo DIFFER)"
 done
 b() { SURGE_CUDA_MDBC_FIXED=$1 "$DIR/surge" bench --backend cuda --cases dam-break3d --set dp=0.006 --steps 200 \
     --develop-to 0.3 --set 'physics.boundary={kind="mdbc",slip=true}' 2>>"$OUT/bench.log" | tee -a "$OUT/bench.log" |

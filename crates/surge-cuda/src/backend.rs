@@ -51,14 +51,14 @@ pub const CUDA_SKIN_FRACTION_3D: f64 = 0.005;
 /// 0.02 / 0.04 / 0.07 / 0.10 gave 13.78 / 13.49 / 13.58 / 14.07 ms/step).
 pub const CUDA_SKIN_FRACTION_MDBC: f64 = 0.04;
 
-/// The skin with mDBC walls in 3D: as for dynamic walls, a developed flow rebuilds about
-/// every step whatever the skin, and thinner cells won over the ghost nodes' rebuild. SPHERIC
-/// Test 2 on an H100 (docs/PERFORMANCE.md, "A thinner skin" and "The ghost's velocity at
-/// zeroth order"): in the middle of the run at dp 0.006, 0.04 / 0.02 / 0.01 gave 10.39 /
-/// 9.85 / 9.59 ms/step; whole runs at dp 0.01 to t = 2 s 3.261 (0.04) against 3.198 ms/step;
-/// at dp 0.006 to t = 2 s, the same code on one H200 (2026-11-28), 10.464 ms/step with 0.01
-/// against 10.721 with 0.04 ("The mDBC skin over the whole run at the benchmark resolution").
-pub const CUDA_SKIN_FRACTION_MDBC_3D: f64 = 0.01;
+/// The skin with mDBC walls in 3D: as for dynamic walls ([`CUDA_SKIN_FRACTION_3D`]). A
+/// developed flow rebuilds about every step whatever the skin, and the thinnest cells won
+/// over the ghost nodes' rebuild. SPHERIC Test 2 at dp 0.006 (docs/PERFORMANCE.md, "mDBC's
+/// skin as the dynamic walls'"): from rest to t = 0.6 s on one H200, 9.200 ms/step with 0.01
+/// (this skin until then) against 8.802 with 0.005, and 8.521 with 0.005 and the list kept
+/// across rebuilds; in the middle of the run (t = 0.3 s) 7.92 against 7.64. Earlier, on an
+/// H100: 0.04 / 0.02 / 0.01 gave 10.39 / 9.85 / 9.59 ms/step in the middle of the run.
+pub const CUDA_SKIN_FRACTION_MDBC_3D: f64 = CUDA_SKIN_FRACTION_3D;
 
 /// The GPU's cells are half the support (plus skin) and its stencil reaches two cells each
 /// side: 125 small cells in 3D hold about 40 % fewer candidate neighbours than 27 large ones,
