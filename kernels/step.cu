@@ -1073,6 +1073,29 @@ extern "C" __global__ void mdbc_ghost_key_kernel(int count, const unsigned *__re
     gkey[t] = cell_linear(cg[0], cg[1], cg[2], wlo);
 }
 
+// Static walls (MDBC_IN_VEL: no moving solid, every wall at rest), once the list is ordered by
+// ghost cell (above): entry t of the ordered list as its particle's cell k and its place in
+// that cell's boundary bin, in one word (k << MDBC_FIX_BITS | place; `bad` set where k or the
+// place does not fit). A wall particle at rest keeps its cell, and a bin orders its particles
+// by id (order_bins_kernel), so while a device's window holds the same wall particles these
+// words name the same particles after every later sort: the list and its order are made once,
+// not at every rebuild (crates/surge-cuda/src/backend/mdbc.rs).
+#define MDBC_FIX_BITS 6u
+extern "C" __global__ void mdbc_fix_kernel(int count, const unsigned *__restrict__ listed,
+                                           const unsigned *__restrict__ list, const unsigned *__restrict__ order,
+                                           int wlo, int whi, const float4 *__restrict__ pos,
+                                           const unsigned *__restrict__ cell_start, unsigned *__restrict__ fixed,
+                                           unsigned *__restrict__ bad) {
+    const unsigned t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= (unsigned)count || t >= *listed) return;
+    const unsigned i = list[order[t]];
+    const int4 c = cell_coords(pos[i].w);
+    const unsigned k = cell_linear(c.x, c.y, c.z, wlo);
+    const unsigned place = i - cell_table(cell_start, wlo, whi).mid(k);
+    if (k >= (1u << (32u - MDBC_FIX_BITS)) || place >= (1u << MDBC_FIX_BITS)) atomicOr(bad, 1u);
+    fixed[t] = (k << MDBC_FIX_BITS) | place;
+}
+
 // Twin of crates/surge-cpu/src/mdbc.rs, before each force pass: each boundary particle of
 // the list (mdbc_list_kernel: the owned ones and the copies within R layers of them whose
 // ghost lies within 2h; `order` its entries by ghost cell, mdbc_ghost_key_kernel) takes its
@@ -1091,10 +1114,18 @@ extern "C" __global__ void __launch_bounds__(256, MDBC_MIN_BLOCKS)
     mdbc_kernel(const unsigned *__restrict__ list, const unsigned *__restrict__ order,
                 const unsigned *__restrict__ listed, int wlo, int whi, const float4 *__restrict__ pos, float4 *vel,
                 const float4 *__restrict__ wall, const Info *__restrict__ info,
-                const unsigned *__restrict__ cell_start, float4 *__restrict__ mdbc) {
+                const unsigned *__restrict__ cell_start, float4 *__restrict__ mdbc, int fixed) {
     const unsigned t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= *listed) return;
-    const int i = (int)list[order[t]];
+    int i;
+    if (fixed) {
+        // Static walls: `list` holds, in order, each entry's cell and place in its boundary
+        // bin (mdbc_fix_kernel).
+        const unsigned f = list[t];
+        i = (int)(cell_table(cell_start, wlo, whi).mid(f >> MDBC_FIX_BITS) + (f & ((1u << MDBC_FIX_BITS) - 1u)));
+    } else {
+        i = (int)list[order[t]];
+    }
     const float4 p4 = pos[i], w4 = wall[i], v4 = vel[i];
     float3 og;
     if (!ghost_offset(xyz(p4), w4, 2.0f * H, og)) return;  // not listed

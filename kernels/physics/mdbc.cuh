@@ -145,14 +145,14 @@ __device__ __forceinline__ bool ghost_values(const GhostSums &s, bool vel_first_
 }
 
 __device__ __forceinline__ float boundary_density(float d_ghost, float3 grad, float3 to_b) {
-    return fmaxf(d_ghost + dot(grad, to_b), 0.0f);
+    return fmaxf(__fadd_rn(d_ghost, dot_rn(grad, to_b)), 0.0f);
 }
 
 __device__ __forceinline__ float3 no_slip(float3 v_wall, float3 v_ghost) { return v_wall * 2.0f - v_ghost; }
 
 __device__ __forceinline__ float3 free_slip(float3 v_wall, float3 v_ghost, float3 n) {
     const float3 u = v_ghost - v_wall;
-    return v_wall + u - n * (2.0f * dot(u, n));
+    return v_wall + u - n * (2.0f * dot_rn(u, n));
 }
 
 // [velocity for the viscous term, relative density] of a boundary particle.

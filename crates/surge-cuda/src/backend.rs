@@ -51,14 +51,14 @@ pub const CUDA_SKIN_FRACTION_3D: f64 = 0.005;
 /// 0.02 / 0.04 / 0.07 / 0.10 gave 13.78 / 13.49 / 13.58 / 14.07 ms/step).
 pub const CUDA_SKIN_FRACTION_MDBC: f64 = 0.04;
 
-/// The skin with mDBC walls in 3D: as for dynamic walls, a developed flow rebuilds about
-/// every step whatever the skin, and thinner cells won over the ghost nodes' rebuild. SPHERIC
-/// Test 2 on an H100 (docs/PERFORMANCE.md, "A thinner skin" and "The ghost's velocity at
-/// zeroth order"): in the middle of the run at dp 0.006, 0.04 / 0.02 / 0.01 gave 10.39 /
-/// 9.85 / 9.59 ms/step; whole runs at dp 0.01 to t = 2 s 3.261 (0.04) against 3.198 ms/step;
-/// at dp 0.006 to t = 2 s, the same code on one H200 (2026-11-28), 10.464 ms/step with 0.01
-/// against 10.721 with 0.04 ("The mDBC skin over the whole run at the benchmark resolution").
-pub const CUDA_SKIN_FRACTION_MDBC_3D: f64 = 0.01;
+/// The skin with mDBC walls in 3D: as for dynamic walls ([`CUDA_SKIN_FRACTION_3D`]). A
+/// developed flow rebuilds about every step whatever the skin, and the thinnest cells won
+/// over the ghost nodes' rebuild. SPHERIC Test 2 at dp 0.006 (docs/PERFORMANCE.md, "mDBC's
+/// skin as the dynamic walls'"): from rest to t = 0.6 s on one H200, 9.200 ms/step with 0.01
+/// (this skin until then) against 8.802 with 0.005, and 8.521 with 0.005 and the list kept
+/// across rebuilds; in the middle of the run (t = 0.3 s) 7.92 against 7.64. Earlier, on an
+/// H100: 0.04 / 0.02 / 0.01 gave 10.39 / 9.85 / 9.59 ms/step in the middle of the run.
+pub const CUDA_SKIN_FRACTION_MDBC_3D: f64 = CUDA_SKIN_FRACTION_3D;
 
 /// The GPU's cells are half the support (plus skin) and its stencil reaches two cells each
 /// side: 125 small cells in 3D hold about 40 % fewer candidate neighbours than 27 large ones,
@@ -265,6 +265,7 @@ struct Kernels {
     mdbc: Option<CudaFunction>,
     mdbc_list: Option<CudaFunction>,
     mdbc_ghost_key: Option<CudaFunction>,
+    mdbc_fix: Option<CudaFunction>,
     update: CudaFunction,
     dt: CudaFunction,
     gauge_sums: CudaFunction,
@@ -379,6 +380,17 @@ pub struct CudaBackend {
     force: CudaSlice<u32>,
     /// mDBC: the particles of the pass, listed at each rebuild.
     mdbc_list: Option<CudaSlice<u32>>,
+    /// mDBC with static walls (`compile::mdbc_in_vel`; `SURGE_CUDA_MDBC_FIXED=0` turns it
+    /// off) on a device alone: the ordered list kept in `mdbc_list` as each entry's cell and
+    /// place in the cell's boundary bin, one word an entry (`mdbc_fix_kernel`), made at a
+    /// rebuild and kept while `mdbc_fixed_key` holds. Set to false for good where a grid's
+    /// cells or a bin's wall particles do not fit the word.
+    mdbc_fixed: bool,
+    /// One word: set by `mdbc_fix_kernel` where an entry does not fit its word.
+    mdbc_fix_bad: Option<CudaSlice<u32>>,
+    /// The window and owned layers (`wlo`, `whi`, owned start and end, reach) the kept list
+    /// was made for; None: `mdbc_list` holds the list itself (and `perm` its order).
+    mdbc_fixed_key: Option<[i32; 5]>,
     /// Sort permutation; also the lists of particles to send during a rebuild (until the
     /// sort), and between rebuilds the mDBC list's order.
     perm: CudaSlice<u32>,
@@ -962,6 +974,7 @@ impl CudaBackend {
             mdbc: if case.boundary.is_mdbc() { Some(f("mdbc_kernel")?) } else { None },
             mdbc_list: if case.boundary.is_mdbc() { Some(f("mdbc_list_kernel")?) } else { None },
             mdbc_ghost_key: if case.boundary.is_mdbc() { Some(f("mdbc_ghost_key_kernel")?) } else { None },
+            mdbc_fix: if case.boundary.is_mdbc() { Some(f("mdbc_fix_kernel")?) } else { None },
             update: f("update_kernel")?,
             dt: f("dt_kernel")?,
             gauge_sums: f("gauge_sums_kernel")?,
@@ -1036,6 +1049,10 @@ impl CudaBackend {
             mdbc: optional(BufferId::Mdbc, "mDBC values")?,
             force: zeros(4 * cap, "forces")?,
             mdbc_list: if case.boundary.is_mdbc() { Some(zeros(cap, "the mDBC list")?) } else { None },
+            mdbc_fixed: crate::compile::mdbc_in_vel(case)
+                && std::env::var("SURGE_CUDA_MDBC_FIXED").map_or(true, |v| v.trim() != "0"),
+            mdbc_fix_bad: if case.boundary.is_mdbc() { Some(zeros(1, "the mDBC list's check")?) } else { None },
+            mdbc_fixed_key: None,
             perm: zeros(cap, "permutation")?,
             dropping: None,
             rekey_unread: false,
@@ -1425,6 +1442,7 @@ impl CudaBackend {
         if let Some(l) = self.mdbc_list.as_mut() {
             *l = grown(s, l, cap, 0)?;
         }
+        self.mdbc_fixed_key = None;
         let chunk = cap.min(HOST_CHUNK);
         self.host_pos = pinned(&self.ctx, 4 * chunk)?;
         self.host_vel = pinned(&self.ctx, 4 * chunk)?;
@@ -2422,6 +2440,7 @@ impl CudaBackend {
         // Nothing held is kept.
         self.n = 0;
         self.dropping = None;
+        self.mdbc_fixed_key = None;
         self.ensure_capacity(m)?;
         self.upload(&mut state, 0)?;
         self.settle("loading the particle state")?;

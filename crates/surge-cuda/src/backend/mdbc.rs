@@ -8,9 +8,25 @@ impl CudaBackend {
     /// `mdbc_range` whose ghost node lies within the support, the ones the pass computes
     /// (`mdbc_list_kernel`), and set the others' values; then order the list by the cell of
     /// each entry's ghost node into `perm` (`mdbc_ghost_key_kernel` and a counting sort), so
-    /// that a warp's lanes share one stencil. Nothing without mDBC.
+    /// that a warp's lanes share one stencil. Nothing without mDBC. With static walls on a
+    /// device alone the ordered list is then kept in `mdbc_list` as each entry's cell and
+    /// place in the cell's boundary bin (`mdbc_fix_kernel`: one word an entry, no memory of
+    /// its own), and made again only when the window or the owned layers change (or the
+    /// buffers grow, or a state is loaded): every other rebuild does nothing here. Making it
+    /// waits once on the host, for the check that every entry fits its word.
     pub(super) fn list_mdbc(&mut self) -> Result<(), String> {
         let range = self.mdbc_range.clone();
+        let (lo, hi) = self.map.owned(self.me);
+        let key = [self.win.window.0, self.win.window.1, lo, hi, self.win.reach];
+        if self.mdbc_fixed && self.mdbc_fixed_key == Some(key) {
+            return Ok(());
+        }
+        self.mdbc_fixed_key = None;
+        // Kept for a device alone only: in a team a device's copies of its neighbours' wall
+        // particles arrive after its first rebuilds, under the same window and layers, so the
+        // key above would keep a list made without them (tests/decomposition.rs failed so on
+        // the GPU: mdbc_dam_break_3d_on_2_devices_matches_1).
+        let alone = self.map.devices() == 1;
         let CudaBackend { stream, k, vel, info, wall, mdbc, mdbc_list, mdbc_listed, dummy_out, .. } = self;
         let (Some(kernel), Some(wall), Some(list)) = (k.mdbc_list.as_ref(), wall.as_ref(), mdbc_list.as_mut()) else {
             return Ok(());
@@ -61,6 +77,48 @@ impl CudaBackend {
         b.arg(&count).arg(&*force).arg(&dummy).arg(&mut *table).arg(&mut *perm);
         // SAFETY: argument types match scatter_kernel; perm holds cap >= count entries.
         unsafe { b.launch(cfg(range.len())) }.map_err(|e| fail("scatter_kernel (mDBC)", e))?;
+        // Static walls on a device alone: the ordered list as cell and place words into
+        // `force` (free until the next force pass), then over the list itself, kept.
+        if !(alone && self.mdbc_fixed) {
+            return Ok(());
+        }
+        let CudaBackend {
+            stream,
+            k,
+            pos,
+            mdbc_list,
+            perm,
+            mdbc_listed,
+            mdbc_fix_bad,
+            force,
+            cell_start,
+            settled,
+            words_host,
+            ..
+        } = self;
+        let (Some(fix), Some(list), Some(bad)) = (k.mdbc_fix.as_ref(), mdbc_list.as_mut(), mdbc_fix_bad.as_mut())
+        else {
+            return Ok(());
+        };
+        stream.memset_zeros(bad).map_err(|e| fail("clearing the mDBC list's check", e))?;
+        let mut b = stream.launch_builder(fix);
+        b.arg(&count).arg(&*mdbc_listed).arg(&*list).arg(&*perm).arg(&wlo).arg(&whi).arg(&*pos);
+        b.arg(&*cell_start).arg(&mut *force).arg(&mut *bad);
+        // SAFETY: argument types match mdbc_fix_kernel; the list and its order as above;
+        // `force` has room for count words; the cell table is the sort's, just made.
+        unsafe { b.launch(cfg(range.len())) }.map_err(|e| fail("mdbc_fix_kernel", e))?;
+        let n = range.len();
+        stream
+            .memcpy_dtod(&force.slice(0..n), &mut list.slice_mut(0..n))
+            .map_err(|e| fail("keeping the mDBC list", e))?;
+        let v = [bad.slice(..)];
+        let w = super::read_words(stream, settled, words_host, &v, "mdbc_fix_kernel")?;
+        if w[0] != 0 {
+            // A cell index or a bin's wall particles past the word: list at every rebuild.
+            self.mdbc_fixed = false;
+            return self.list_mdbc();
+        }
+        self.mdbc_fixed_key = Some(key);
         Ok(())
     }
 
@@ -87,6 +145,7 @@ impl CudaBackend {
             cell_start,
             win,
             dummy_out,
+            mdbc_fixed_key,
             ..
         } = self;
         let (Some(kernel), Some(wall), Some(list)) = (k.mdbc.as_ref(), wall.as_ref(), mdbc_list.as_ref()) else {
@@ -100,10 +159,13 @@ impl CudaBackend {
         let mut b = stream.launch_builder(kernel);
         b.arg(list).arg(&*perm).arg(&*mdbc_listed).arg(&wlo).arg(&whi);
         b.arg(&*pos).arg(vel).arg(wall).arg(&*info).arg(&*cell_start).arg(mdbc);
+        let fixed = i32::from(mdbc_fixed_key.is_some());
+        b.arg(&fixed);
         // SAFETY: argument types match mdbc_kernel; the list holds `mdbc_listed` indices below
         // n, at most range.len() of them, and `perm` a permutation of its positions first
         // (list_mdbc, since the last rebuild, which nothing has overwritten: `perm` is
-        // reused only during rebuilds); `mdbc` is written only where it is allocated.
+        // reused only during rebuilds), or (`fixed`) the list kept as each entry's cell and
+        // place in its boundary bin, in order; `mdbc` is written only where it is allocated.
         unsafe { b.launch(cfg(range.len())) }.map_err(|e| fail("mdbc_kernel", e))?;
         Ok(())
     }
