@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
-# The mDBC list kept across rebuilds for static walls (branch exp/mdbc-fixed), checked and
-# measured in one call on one GPU: OLD is main's surge, DIR holds the branch's surge and the
-# test binaries decomposition, gpu_parity, physics_hydrostatic.
-#   1. bitwise: Test 2 (mDBC) at dp 0.02 to 0.3 s and dp 0.012 to 0.15 s, OLD against the
-#      branch, and the branch with SURGE_CUDA_MDBC_FIXED=0 (every frame and gauges.csv);
+# The mDBC list kept across rebuilds for static walls on a device alone (merged from the branch
+# exp/mdbc-fixed; `SURGE_CUDA_MDBC_FIXED=0` lists at every rebuild), checked and measured in
+# one call on one GPU: OLD is an earlier surge to compare with (run twice: is it
+# deterministic?), DIR holds surge and the test binaries decomposition, gpu_parity,
+# physics_hydrostatic.
+#   1. bitwise: Test 2 (mDBC) at dp 0.02 to 0.3 s and dp 0.012 to 0.15 s, OLD against DIR's,
+#      and DIR's with SURGE_CUDA_MDBC_FIXED=0 (every frame and gauges.csv);
 #   2. the developed flow with mDBC at dp 0.006, alternated, with and without it;
 #   3. on the GPU: decomposition (windows that move keep it honest), gpu_parity, the mDBC
 #      hydrostatic tests.
 # Usage: scripts/mdbc_fixed_check.sh OLD DIR OUT. Prints one table last (also OUT/table.txt).
 set -uo pipefail
-[ $# -ge 3 ] || { sed -n 2,11p "$0"; exit 2; }
+[ $# -ge 3 ] || { sed -n 2,12p "$0"; exit 2; }
 OLD=$(realpath "$1") DIR=$(realpath "$2") OUT=$3
 mkdir -p "$OUT"
 row() { echo "$1" | tee -a "$OUT/table.txt"; }
