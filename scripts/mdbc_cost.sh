@@ -29,9 +29,9 @@ print(f"{sys.argv[2]:10s} {s['steps']:7d} {s['ms_per_step']:8.3f} {s['particle_s
 PY
 )")
 }
-run dbc "X=1" --set 'physics.boundary={kind="dbc"}'
+run dbc "" --set 'physics.boundary={kind="dbc"}'
 DBC_MS=$(python3 -c "import json; print(json.load(open('$OUT/summary_dbc.json'))['ms_per_step'])" 2>/dev/null)
-run shipped "X=1"
+run shipped ""
 for v in "$@"; do run "${v%%=*}" "${v#*=}"; done
 echo
 printf '%-10s %7s %8s %10s %7s %8s %5s  %s\n' run steps ms/step p-steps/s removed rebuilds B/p "over DBC"
