@@ -386,7 +386,8 @@ pub struct CudaBackend {
     /// rebuild and kept while `mdbc_fixed_key` holds. Set to false for good where a grid's
     /// cells or a bin's wall particles do not fit the word.
     mdbc_fixed: bool,
-    /// One word: set by `mdbc_fix_kernel` where an entry does not fit its word.
+    /// One word (only where `mdbc_fixed` starts true): set by `mdbc_fix_kernel` where an
+    /// entry does not fit its word.
     mdbc_fix_bad: Option<CudaSlice<u32>>,
     /// The window and owned layers (`wlo`, `whi`, owned start and end, reach) the kept list
     /// was made for; None: `mdbc_list` holds the list itself (and `perm` its order).
@@ -1018,6 +1019,9 @@ impl CudaBackend {
             .sum::<usize>()
             .max(1);
         let event = || ctx.new_event(None).map_err(|e| fail("creating an event", e));
+        // The mDBC list kept across rebuilds for walls at rest (list_mdbc).
+        let mdbc_fixed = crate::compile::mdbc_in_vel(case)
+            && std::env::var("SURGE_CUDA_MDBC_FIXED").map_or(true, |v| v.trim() != "0");
         let mut be = CudaBackend {
             name: format!("cuda:{ordinal} ({})", gpu.name),
             compile_note,
@@ -1049,9 +1053,8 @@ impl CudaBackend {
             mdbc: optional(BufferId::Mdbc, "mDBC values")?,
             force: zeros(4 * cap, "forces")?,
             mdbc_list: if case.boundary.is_mdbc() { Some(zeros(cap, "the mDBC list")?) } else { None },
-            mdbc_fixed: crate::compile::mdbc_in_vel(case)
-                && std::env::var("SURGE_CUDA_MDBC_FIXED").map_or(true, |v| v.trim() != "0"),
-            mdbc_fix_bad: if case.boundary.is_mdbc() { Some(zeros(1, "the mDBC list's check")?) } else { None },
+            mdbc_fixed,
+            mdbc_fix_bad: if mdbc_fixed { Some(zeros(1, "the mDBC list's check")?) } else { None },
             mdbc_fixed_key: None,
             perm: zeros(cap, "permutation")?,
             dropping: None,
