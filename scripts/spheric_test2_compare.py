@@ -93,7 +93,8 @@ def main():
         t1, p1 = cut(ts, centred_average(ts, s["P1"], AVERAGE))
         t2, q1 = cut(te, centred_average(te, e["P1"], AVERAGE))
         row("P1 peak, 10-ms average (Pa)", max(p1), max(q1), 0.15, True)
-        plateau = lambda t, v: sum(b for a, b in zip(t, v) if a >= 0.45) / max(1, sum(1 for a in t if a >= 0.45))
+        # None (shown n/a) for a run that ends before the plateau's window opens
+        plateau = lambda t, v: (lambda w: sum(w) / len(w) if w else None)([b for a, b in zip(t, v) if a >= 0.45])
         row(f"P1 plateau 0.45-{end:.2f} s (Pa)", plateau(t1, p1), plateau(t2, q1), 0.15, True)
     for g in ["H1", "H2", "H3"]:
         if g in s and g in e:
@@ -104,7 +105,7 @@ def main():
     print(f"SPHERIC Test 2: {run} against {os.path.basename(ref)} (t <= {end:.2f} s)")
     print(f"{'figure':<34} {'surge':>12} {'experiment':>12} {'difference':>11}  tolerance")
     for what, sim, exp, shown, verdict in lines:
-        f = lambda x: "-" if x is None else f"{x:12.4g}"
+        f = lambda x: f"{'-':>12}" if x is None else f"{x:12.4g}"
         print(f"{what:<34} {f(sim)} {f(exp)} {shown:>11}  {verdict}")
 
 
