@@ -479,7 +479,16 @@ fn cmd_check(
             format!("mdbc ({}{other})", slip(s))
         }
     };
-    println!("physics     viscosity {visc}, density diffusion {diff}, {:?} time stepping, {walls} walls", case.scheme);
+    let shift = match case.shifting {
+        surge_core::case::Shifting::None => String::new(),
+        surge_core::case::Shifting::Lind { coefficient, surface_threshold } => {
+            format!(", Lind shifting (A {coefficient}, off where div r < {surface_threshold})")
+        }
+    };
+    println!(
+        "physics     viscosity {visc}, density diffusion {diff}, {:?} time stepping, {walls} walls{shift}",
+        case.scheme
+    );
     let [lo, hi] = case.density_range;
     let fate = match case.on_exit {
         surge_core::config::OnExit::Remove => {

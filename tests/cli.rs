@@ -409,6 +409,16 @@ fn set_overrides_change_the_run() {
     fine.assert_code(0);
     coarse.assert_code(0);
     assert!(particles(&coarse) < particles(&fine) / 3, "{}\n{}", fine.describe(), coarse.describe());
+
+    // Shifting, off unless set, is named on the physics line with its parameters (3D
+    // threshold 2.75 by default).
+    let physics =
+        |out: &Out| out.stdout.lines().find(|l| l.starts_with("physics")).expect("a physics line").to_string();
+    assert!(!physics(&fine).contains("shifting"), "{}", fine.describe());
+    let t2 = root().join("configs/spheric_test2.toml").display().to_string();
+    let shifted = surge(&["check", &t2, "--set", r#"physics.shifting={kind="lind"}"#]);
+    shifted.assert_code(0);
+    assert!(physics(&shifted).ends_with(", Lind shifting (A 2, off where div r < 2.75)"), "{}", shifted.describe());
 }
 
 /// `surge bench --from` times a run's checkpoint (the developed flow) and refuses one of
