@@ -8,18 +8,18 @@
 set -uo pipefail
 S=${1:-.device/surge}
 OUT=${2:-${OUT:-/tmp/kernel-stalls}}
-DP=${DP:-0.006} T=${T:-0.3}
+DP=${DP:-0.006} T=${T:-0.3} K=${KERNELS:-forces_kernel|mdbc_kernel}
 mkdir -p "$OUT"
 command -v ncu >/dev/null || { echo "ncu not found (Nsight Compute)"; exit 2; }
 bench=(bench --backend cuda --cases dam-break3d --set "dp=$DP" --develop-to "$T"
     --set 'physics.boundary={kind="mdbc",slip=true}')
 "$S" "${bench[@]}" --steps 1 >"$OUT/develop.log" 2>&1 || { echo "developing failed: $OUT/develop.log"; exit 1; }
-ncu --clock-control none -k "regex:${KERNELS:-forces_kernel|mdbc_kernel}" --launch-skip 6 --launch-count 2 \
+ncu --clock-control none -k "regex:$K" --launch-skip 6 --launch-count 2 \
     --section WarpStateStats --section SchedulerStats --section Occupancy --section LaunchStats \
     --section SourceCounters --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
     "$S" "${bench[@]}" --steps 5 >"$OUT/stalls.txt" 2>"$OUT/ncu.err"
 # Each kernel's "Stall ..." metrics of the raw page, largest first.
-ncu --clock-control none -k "regex:${KERNELS:-forces_kernel|mdbc_kernel}" --launch-skip 6 --launch-count 2 \
+ncu --clock-control none -k "regex:$K" --launch-skip 6 --launch-count 2 \
     --metrics 'regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio$' --csv \
     "$S" "${bench[@]}" --steps 5 >"$OUT/stall_metrics.csv" 2>>"$OUT/ncu.err"
 python3 - "$OUT/stall_metrics.csv" <<'PY'

@@ -93,8 +93,10 @@ def main():
         t1, p1 = cut(ts, centred_average(ts, s["P1"], AVERAGE))
         t2, q1 = cut(te, centred_average(te, e["P1"], AVERAGE))
         row("P1 peak, 10-ms average (Pa)", max(p1), max(q1), 0.15, True)
-        # None (shown n/a) for a run that ends before the plateau's window opens
-        plateau = lambda t, v: (lambda w: sum(w) / len(w) if w else None)([b for a, b in zip(t, v) if a >= 0.45])
+        def plateau(t, v):  # None (shown n/a) for a run that ends before the window opens
+            w = [b for a, b in zip(t, v) if a >= 0.45]
+            return sum(w) / len(w) if w else None
+
         row(f"P1 plateau 0.45-{end:.2f} s (Pa)", plateau(t1, p1), plateau(t2, q1), 0.15, True)
     for g in ["H1", "H2", "H3"]:
         if g in s and g in e:
