@@ -99,7 +99,13 @@ __device__ __forceinline__ void fluid_pair(float3 r, float r2, const PairParticl
     out.grad_c += r * (f * vol_j);
     out.div_r -= vol_j * (r2 * f);
 #endif
+    // The step's viscous bound takes the velocity the viscous term sees (with mDBC, a
+    // boundary neighbour's from its ghost node), as the CPU's twins do.
+#if MDBC
+    out.visc_max = fmaxf(out.visc_max, fabsf(H * dot(vv, r) * inv_r2));
+#else
     out.visc_max = fmaxf(out.visc_max, fabsf(H * vr * inv_r2));
+#endif
 }
 
 __device__ __forceinline__ void boundary_pair(float3 r, float r2, const PairParticle &pi, const PairParticle &pj,

@@ -88,12 +88,15 @@ impl<
         let g = self.geom(r, r2, pi.vel, pj.vel);
         let p_term = (pi.p + pj.p) / (pi.rho * pj.rho);
         out.acc -= g.gw * (pj.m * p_term);
+        let mut vr_dt = g.vr;
         // A boundary neighbour's viscosity takes the case's boundary factor (acc_wall).
         if B::MDBC && !j_fluid {
             // The wall's no-slip or free-slip velocity from the ghost node, for viscosity only.
             let v = pi.vel - V3::from4(pj.mdbc);
             let gm = PairGeom { v, vr: v.dot(r), ..g };
             out.acc += self.visc.acc_wall(&gm, pi.rho, pj.rho, pj.m);
+            // The step's viscous bound takes the velocity the viscous term sees.
+            vr_dt = gm.vr;
         } else if V::MIRROR_WALL && !j_fluid {
             let beta = morris_wall_factor(V3::from4(pj.wall), pj.wall[3], r);
             let gm = PairGeom { v: g.v * beta, vr: g.vr * beta, ..g };
@@ -112,7 +115,7 @@ impl<
             out.grad_c += g.gw * vol;
             out.div_r -= vol * r.dot(g.gw);
         }
-        out.visc_max = out.visc_max.max((self.h * g.vr / (r2 + self.eta2)).abs());
+        out.visc_max = out.visc_max.max((self.h * vr_dt / (r2 + self.eta2)).abs());
     }
 
     /// Boundary particle i (dynamic boundary), fluid neighbour j: continuity only (DBC; with
