@@ -287,6 +287,70 @@ mod tests {
         dispatch(case, &c, Pair(r, j_fluid))
     }
 
+    /// The step's viscous bound `|h v.r / (r² + eta²)|` of fluid particle i, moving at `vi`,
+    /// and a boundary neighbour at rest at `r` whose mDBC velocity is `mdbc`.
+    fn visc_bound(case: &Case, r: V3, vi: V3, mdbc: V3) -> f32 {
+        struct Pair(V3, V3, V3);
+        impl WithPhysics for Pair {
+            type Output = f32;
+            fn call<
+                K: SmoothingKernel,
+                V: ViscosityModel,
+                D: DiffusionModel,
+                S: ShiftingModel,
+                B: BoundaryModel,
+                const DIM: usize,
+            >(
+                self,
+                ph: Physics<K, V, D, S, B, DIM>,
+            ) -> f32 {
+                let (r, vi, mdbc) = (self.0, self.1, self.2);
+                let at = |vel: V3, mdbc: V3| PairParticle {
+                    vel,
+                    rho: 1000.0,
+                    p: 0.0,
+                    m: 1.0,
+                    wall: [0.0, 0.0, 1.0, 0.02],
+                    mdbc: [mdbc.x, mdbc.y, mdbc.z, 1.0],
+                };
+                let mut out = Accum::default();
+                ph.fluid_pair(r, r.dot(r), &at(vi, V3::ZERO), &at(V3::ZERO, mdbc), false, &mut out);
+                out.visc_max
+            }
+        }
+        let c = Constants::of(case);
+        dispatch(case, &c, Pair(r, vi, mdbc))
+    }
+
+    /// With mDBC walls the step's viscous bound takes, for a wall neighbour, the velocity the
+    /// viscous term sees (v_i less the ghost's), not v_i - v_j: fluid moving with its ghost
+    /// (free slip along the wall) does not shorten the step. DBC keeps v_i - v_j. Tolerance:
+    /// float32 rounding of the same formula (1e-6 relative).
+    #[test]
+    fn the_viscous_bound_takes_the_velocity_the_viscous_term_sees() {
+        let text = r#"
+            dp = 0.01
+            time = { end = 1.0 }
+            physics = { body_force = [0.0, 0.0, -9.81], viscosity = { kind = "artificial", alpha = 0.1 } }
+            fluid = [{ min = [0.0, 0.0, 0.0], max = [0.1, 0.1, 0.1] }]
+            wall = [{ min = [0.0, 0.0, 0.0], max = [0.2, 0.2, 0.2], faces = ["z-"] }]
+        "#;
+        let case = |b: &str| Case::from_str(text, &[format!("physics.boundary={b}")]).unwrap_or_else(|e| panic!("{e}"));
+        let (r, vi) = (V3::new(0.004, -0.003, 0.012), V3::new(1.5, 0.5, -0.2));
+        let mdbc = case(r#"{kind="mdbc", slip=true}"#);
+        let full = |c: &Case| {
+            let k = Constants::of(c);
+            k.h * vi.dot(r).abs() / (r.dot(r) + k.eta2)
+        };
+        let close = |a: f32, b: f32| (a - b).abs() <= 1e-6 * b.abs();
+        assert_eq!(visc_bound(&mdbc, r, vi, vi), 0.0, "a ghost moving with the fluid");
+        let (got, want) = (visc_bound(&mdbc, r, vi, V3::ZERO), full(&mdbc));
+        assert!(want > 0.0 && close(got, want), "a ghost at rest: {got} against {want}");
+        let dbc = case(r#"{kind="dbc"}"#);
+        let (got, want) = (visc_bound(&dbc, r, vi, vi), full(&dbc));
+        assert!(close(got, want), "DBC ignores the mDBC velocity: {got} against {want}");
+    }
+
     /// `physics.viscosity.boundary_factor` scales the viscous term of a fluid particle's
     /// pairs with boundary particles (DualSPHysics' ViscoBoundFactor), artificial and
     /// laminar, DBC and mDBC, and leaves its pairs with fluid particles as they are. The
