@@ -252,12 +252,12 @@ fn dispatch_b<
 mod tests {
     use super::*;
 
-    /// The viscous acceleration fluid particle i gets from j at `r`, approaching (no
-    /// pressure: p = 0), with the case's formulas.
-    fn viscous(case: &Case, j_fluid: bool, r: V3) -> V3 {
-        struct Pair(V3, bool);
+    /// What fluid particle i, moving at `vi`, accumulates from neighbour j at rest at `r`
+    /// (no pressure: p = 0), j's mDBC velocity `mdbc`, with the case's formulas.
+    fn pair_sums(case: &Case, j_fluid: bool, r: V3, vi: V3, mdbc: V3) -> Accum {
+        struct Pair(bool, V3, V3, V3);
         impl WithPhysics for Pair {
-            type Output = V3;
+            type Output = Accum;
             fn call<
                 K: SmoothingKernel,
                 V: ViscosityModel,
@@ -268,58 +268,35 @@ mod tests {
             >(
                 self,
                 ph: Physics<K, V, D, S, B, DIM>,
-            ) -> V3 {
-                let (r, j_fluid) = (self.0, self.1);
-                let at = |vel: V3| PairParticle {
+            ) -> Accum {
+                let Pair(j_fluid, r, vi, mdbc) = self;
+                let at = |vel: V3, mdbc: [f32; 4]| PairParticle {
                     vel,
                     rho: 1000.0,
                     p: 0.0,
                     m: 1.0,
                     wall: [0.0, 0.0, 1.0, 0.02],
-                    mdbc: [0.0; 4],
+                    mdbc,
                 };
                 let mut out = Accum::default();
-                ph.fluid_pair(r, r.dot(r), &at(-r * 30.0), &at(V3::ZERO), j_fluid, &mut out);
-                out.acc
+                let mdbc_j = [mdbc.x, mdbc.y, mdbc.z, 0.0];
+                ph.fluid_pair(r, r.dot(r), &at(vi, [0.0; 4]), &at(V3::ZERO, mdbc_j), j_fluid, &mut out);
+                out
             }
         }
         let c = Constants::of(case);
-        dispatch(case, &c, Pair(r, j_fluid))
+        dispatch(case, &c, Pair(j_fluid, r, vi, mdbc))
+    }
+
+    /// The viscous acceleration fluid particle i gets from j at `r`, approaching.
+    fn viscous(case: &Case, j_fluid: bool, r: V3) -> V3 {
+        pair_sums(case, j_fluid, r, -r * 30.0, V3::ZERO).acc
     }
 
     /// The step's viscous bound `|h v.r / (r² + eta²)|` of fluid particle i, moving at `vi`,
     /// and a boundary neighbour at rest at `r` whose mDBC velocity is `mdbc`.
     fn visc_bound(case: &Case, r: V3, vi: V3, mdbc: V3) -> f32 {
-        struct Pair(V3, V3, V3);
-        impl WithPhysics for Pair {
-            type Output = f32;
-            fn call<
-                K: SmoothingKernel,
-                V: ViscosityModel,
-                D: DiffusionModel,
-                S: ShiftingModel,
-                B: BoundaryModel,
-                const DIM: usize,
-            >(
-                self,
-                ph: Physics<K, V, D, S, B, DIM>,
-            ) -> f32 {
-                let (r, vi, mdbc) = (self.0, self.1, self.2);
-                let at = |vel: V3, mdbc: V3| PairParticle {
-                    vel,
-                    rho: 1000.0,
-                    p: 0.0,
-                    m: 1.0,
-                    wall: [0.0, 0.0, 1.0, 0.02],
-                    mdbc: [mdbc.x, mdbc.y, mdbc.z, 1.0],
-                };
-                let mut out = Accum::default();
-                ph.fluid_pair(r, r.dot(r), &at(vi, V3::ZERO), &at(V3::ZERO, mdbc), false, &mut out);
-                out.visc_max
-            }
-        }
-        let c = Constants::of(case);
-        dispatch(case, &c, Pair(r, vi, mdbc))
+        pair_sums(case, false, r, vi, mdbc).visc_max
     }
 
     /// With mDBC walls the step's viscous bound takes, for a wall neighbour, the velocity the
