@@ -693,7 +693,9 @@ fn pair_terms<const MASKED: bool, const DIFF: u8, const SHIFT: bool, const Z: bo
 ) -> Terms {
     let neg0 = _mm256_set1_ps(-0.0);
     let (h, eta2) = (_mm256_set1_ps(lp.h), _mm256_set1_ps(lp.eta2));
-    let vr = dot_z::<Z>(l.vx, l.vy, l.vz, l.rx, l.ry, l.rz);
+    // The velocity the viscous term and the time step's |mu| see (`w`: v_i - v_j but at
+    // mDBC walls).
+    let vr = dot_z::<Z>(l.wx, l.wy, l.wz, l.rx, l.ry, l.rz);
     // Pressure: acc -= gw (m_j (p_i + p_j) / (rho_i rho_j)).
     let p_term = _mm256_div_ps(_mm256_add_ps(p_i, l.p), _mm256_mul_ps(rho_i, l.rho));
     let s = _mm256_mul_ps(l.m, p_term);
@@ -702,7 +704,6 @@ fn pair_terms<const MASKED: bool, const DIFF: u8, const SHIFT: bool, const Z: bo
     // when v.r < 0, else +0; with mDBC, v = v_i - mdbc_j for a boundary j, in the time
     // step's |mu| too (the velocity the viscous term sees).
     let r2_eta2 = _mm256_add_ps(l.r2, eta2);
-    let vr = if lp.mdbc { dot_z::<Z>(l.wx, l.wy, l.wz, l.rx, l.ry, l.rz) } else { vr };
     let mu = _mm256_div_ps(_mm256_mul_ps(h, vr), r2_eta2);
     let rho_mean = _mm256_mul_ps(_mm256_set1_ps(0.5), _mm256_add_ps(rho_i, l.rho));
     let neg_alpha_c0 = match lp.neg_alpha_c0_wall {
