@@ -56,14 +56,12 @@ __device__ __forceinline__ void fluid_pair(float3 r, float r2, const PairParticl
     // free-slip velocity from its ghost node, or the wall's own (mdbc_state).
 #if MDBC
     const float3 vv = j_fluid ? v : pi.vel - xyz(mdbc_j);
-    const float vvr = dot(vv, r);
 #else
     const float3 vv = v;
-    const float vvr = vr;
 #endif
 #if VISC == 1
     // Monaghan (1992): approaching pairs only (mu < 0).
-    const float mu = fminf(H * vvr * inv_r2, 0.0f);
+    const float mu = fminf(H * (MDBC ? dot(vv, r) : vr) * inv_r2, 0.0f);
     along += pj.m * (2.0f * (j_fluid ? ALPHA : ALPHA_WALL) * C0) * mu / (pi.rho + pj.rho);
     out.acc += r * (f * along);
 #else
@@ -101,9 +99,8 @@ __device__ __forceinline__ void fluid_pair(float3 r, float r2, const PairParticl
     out.grad_c += r * (f * vol_j);
     out.div_r -= vol_j * (r2 * f);
 #endif
-    // The step's viscous bound takes the velocity the viscous term sees (with mDBC, a
-    // boundary neighbour's from its ghost node), as the CPU's twins do.
-    out.visc_max = fmaxf(out.visc_max, fabsf(H * vvr * inv_r2));
+    // The step's viscous bound keeps v_i - v_j at mDBC walls too, as the CPU's twins do.
+    out.visc_max = fmaxf(out.visc_max, fabsf(H * vr * inv_r2));
 }
 
 __device__ __forceinline__ void boundary_pair(float3 r, float r2, const PairParticle &pi, const PairParticle &pj,

@@ -693,18 +693,22 @@ fn pair_terms<const MASKED: bool, const DIFF: u8, const SHIFT: bool, const Z: bo
 ) -> Terms {
     let neg0 = _mm256_set1_ps(-0.0);
     let (h, eta2) = (_mm256_set1_ps(lp.h), _mm256_set1_ps(lp.eta2));
-    // The velocity the viscous term and the time step's |mu| see (`w`: v_i - v_j but at
-    // mDBC walls).
-    let vr = dot_z::<Z>(l.wx, l.wy, l.wz, l.rx, l.ry, l.rz);
+    let vr = dot_z::<Z>(l.vx, l.vy, l.vz, l.rx, l.ry, l.rz);
     // Pressure: acc -= gw (m_j (p_i + p_j) / (rho_i rho_j)).
     let p_term = _mm256_div_ps(_mm256_add_ps(p_i, l.p), _mm256_mul_ps(rho_i, l.rho));
     let s = _mm256_mul_ps(l.m, p_term);
     let (ax, ay) = (_mm256_mul_ps(l.gx, s), _mm256_mul_ps(l.gy, s));
     // Monaghan: mu = h v.r / (r² + eta²), pi = -alpha c0 mu / rho_mean, gw (-m_j pi)
-    // when v.r < 0, else +0; with mDBC, v = v_i - mdbc_j for a boundary j, in the time
-    // step's |mu| too (the velocity the viscous term sees).
+    // when v.r < 0, else +0; with mDBC, v = v_i - mdbc_j for a boundary j (the time step's
+    // |mu| keeps v_i - v_j).
     let r2_eta2 = _mm256_add_ps(l.r2, eta2);
-    let mu = _mm256_div_ps(_mm256_mul_ps(h, vr), r2_eta2);
+    let mu_dt = _mm256_div_ps(_mm256_mul_ps(h, vr), r2_eta2);
+    let (vr, mu) = if lp.mdbc {
+        let vr = dot_z::<Z>(l.wx, l.wy, l.wz, l.rx, l.ry, l.rz);
+        (vr, _mm256_div_ps(_mm256_mul_ps(h, vr), r2_eta2))
+    } else {
+        (vr, mu_dt)
+    };
     let rho_mean = _mm256_mul_ps(_mm256_set1_ps(0.5), _mm256_add_ps(rho_i, l.rho));
     let neg_alpha_c0 = match lp.neg_alpha_c0_wall {
         Some(w) => _mm256_blendv_ps(_mm256_set1_ps(w), _mm256_set1_ps(lp.neg_alpha_c0), l.fluid),
@@ -768,7 +772,7 @@ fn pair_terms<const MASKED: bool, const DIFF: u8, const SHIFT: bool, const Z: bo
     } else {
         [neg0; 4]
     };
-    Terms { minus_a, plus_b, gc, mu: _mm256_and_ps(_mm256_andnot_ps(neg0, mu), keep) }
+    Terms { minus_a, plus_b, gc, mu: _mm256_and_ps(_mm256_andnot_ps(neg0, mu_dt), keep) }
 }
 
 /// A fluid particle's sums by lane: lane L holds the sums of its neighbours of rank L, L + 8,

@@ -88,15 +88,12 @@ impl<
         let g = self.geom(r, r2, pi.vel, pj.vel);
         let p_term = (pi.p + pj.p) / (pi.rho * pj.rho);
         out.acc -= g.gw * (pj.m * p_term);
-        let mut vr_dt = g.vr;
         // A boundary neighbour's viscosity takes the case's boundary factor (acc_wall).
         if B::MDBC && !j_fluid {
             // The wall's no-slip or free-slip velocity from the ghost node, for viscosity only.
             let v = pi.vel - V3::from4(pj.mdbc);
             let gm = PairGeom { v, vr: v.dot(r), ..g };
             out.acc += self.visc.acc_wall(&gm, pi.rho, pj.rho, pj.m);
-            // The step's viscous bound takes the velocity the viscous term sees.
-            vr_dt = gm.vr;
         } else if V::MIRROR_WALL && !j_fluid {
             let beta = morris_wall_factor(V3::from4(pj.wall), pj.wall[3], r);
             let gm = PairGeom { v: g.v * beta, vr: g.vr * beta, ..g };
@@ -115,7 +112,10 @@ impl<
             out.grad_c += g.gw * vol;
             out.div_r -= vol * r.dot(g.gw);
         }
-        out.visc_max = out.visc_max.max((self.h * vr_dt / (r2 + self.eta2)).abs());
+        // The step's viscous bound keeps v_i - v_j at mDBC walls too, the fluid's speed past
+        // the wall particles (taking the ghost's velocity instead, as the viscous term does,
+        // let Test 2's late flow at dp 0.01 out of the density range: docs/ARCHITECTURE.md).
+        out.visc_max = out.visc_max.max((self.h * g.vr / (r2 + self.eta2)).abs());
     }
 
     /// Boundary particle i (dynamic boundary), fluid neighbour j: continuity only (DBC; with
@@ -293,18 +293,14 @@ mod tests {
         pair_sums(case, j_fluid, r, -r * 30.0, V3::ZERO).acc
     }
 
-    /// The step's viscous bound `|h v.r / (r² + eta²)|` of fluid particle i, moving at `vi`,
-    /// and a boundary neighbour at rest at `r` whose mDBC velocity is `mdbc`.
-    fn visc_bound(case: &Case, r: V3, vi: V3, mdbc: V3) -> f32 {
-        pair_sums(case, false, r, vi, mdbc).visc_max
-    }
-
-    /// With mDBC walls the step's viscous bound takes, for a wall neighbour, the velocity the
-    /// viscous term sees (v_i less the ghost's), not v_i - v_j: fluid moving with its ghost
-    /// (free slip along the wall) does not shorten the step. DBC keeps v_i - v_j. Tolerance:
-    /// float32 rounding of the same formula (1e-6 relative).
+    /// With mDBC walls the viscous term of a wall neighbour takes v_i less the ghost's
+    /// velocity, but the step's viscous bound keeps v_i - v_j, the fluid's speed past the wall
+    /// particle: fluid moving with its ghost (free slip along the wall) feels no viscous force
+    /// from it and still bounds the step (taking the ghost's velocity there too let Test 2's
+    /// late flow at dp 0.01 out of the density range: docs/ARCHITECTURE.md). DBC the same.
+    /// Tolerance: float32 rounding of the same formula (1e-6 relative).
     #[test]
-    fn the_viscous_bound_takes_the_velocity_the_viscous_term_sees() {
+    fn the_viscous_bound_keeps_the_speed_past_the_wall_particles() {
         let text = r#"
             dp = 0.01
             time = { end = 1.0 }
@@ -313,19 +309,28 @@ mod tests {
             wall = [{ min = [0.0, 0.0, 0.0], max = [0.2, 0.2, 0.2], faces = ["z-"] }]
         "#;
         let case = |b: &str| Case::from_str(text, &[format!("physics.boundary={b}")]).unwrap_or_else(|e| panic!("{e}"));
-        let (r, vi) = (V3::new(0.004, -0.003, 0.012), V3::new(1.5, 0.5, -0.2));
-        let mdbc = case(r#"{kind="mdbc", slip=true}"#);
+        // Approaching (v.r < 0), so the artificial viscosity acts on v_i - v_j.
+        let (r, vi) = (V3::new(0.004, -0.003, 0.012), V3::new(-1.5, 0.5, -0.2));
         let full = |c: &Case| {
             let k = Constants::of(c);
             k.h * vi.dot(r).abs() / (r.dot(r) + k.eta2)
         };
         let close = |a: f32, b: f32| (a - b).abs() <= 1e-6 * b.abs();
-        assert_eq!(visc_bound(&mdbc, r, vi, vi), 0.0, "a ghost moving with the fluid");
-        let (got, want) = (visc_bound(&mdbc, r, vi, V3::ZERO), full(&mdbc));
-        assert!(want > 0.0 && close(got, want), "a ghost at rest: {got} against {want}");
+        let mdbc = case(r#"{kind="mdbc", slip=true}"#);
+        let with_ghost = pair_sums(&mdbc, false, r, vi, vi);
+        assert_eq!(with_ghost.acc, V3::ZERO, "no viscous force from a ghost moving with the fluid");
+        let want = full(&mdbc);
+        assert!(
+            want > 0.0 && close(with_ghost.visc_max, want),
+            "a ghost moving with the fluid: {} against {want}",
+            with_ghost.visc_max
+        );
+        let at_rest = pair_sums(&mdbc, false, r, vi, V3::ZERO);
+        assert!(at_rest.acc.dot(r) > 0.0, "a ghost at rest pushes the approaching fluid back: {:?}", at_rest.acc);
+        assert!(close(at_rest.visc_max, want), "a ghost at rest: {} against {want}", at_rest.visc_max);
         let dbc = case(r#"{kind="dbc"}"#);
-        let (got, want) = (visc_bound(&dbc, r, vi, vi), full(&dbc));
-        assert!(close(got, want), "DBC ignores the mDBC velocity: {got} against {want}");
+        let got = pair_sums(&dbc, false, r, vi, vi).visc_max;
+        assert!(close(got, full(&dbc)), "DBC: {got} against {}", full(&dbc));
     }
 
     /// `physics.viscosity.boundary_factor` scales the viscous term of a fluid particle's
