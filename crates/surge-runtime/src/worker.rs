@@ -101,7 +101,8 @@ pub(crate) struct Worker {
     /// [`Backend::removed`] and [`Backend::open_counts`] as last added into the clock's
     /// counts.
     counted: [u64; 3],
-    /// [`Backend::removed_for_density`] as last logged.
+    /// [`Backend::removed_for_density`] as last logged (a line at the first and at each
+    /// doubling).
     dense_logged: u64,
     /// Whether the backend's re-keys test the density range yet (from the first step).
     density_armed: bool,
@@ -588,12 +589,16 @@ impl Worker {
             self.rebuild(true)?;
             self.clock.drift = 0.0;
             self.clock.rebuilds += 1;
+            // Logged at the first and then whenever the count has doubled since the last
+            // line: a late flow that sheds a few a rebuild would otherwise write a line each
+            // (the progress lines and summary.json carry every count).
             let dense = self.backend.removed_for_density();
-            if dense > self.dense_logged {
+            if dense > self.dense_logged && (self.dense_logged == 0 || dense >= 2 * self.dense_logged) {
                 let [lo, hi] = self.case.density_range;
                 tracing::warn!(
-                    "step {}, t = {:.6} s: {} fluid particle(s) removed for a density outside domain.density_range \
-                     [{lo}, {hi}] rho0 ({dense} so far on this device; counted as removed)",
+                    "step {}, t = {:.6} s: {dense} fluid particle(s) removed so far on this device for a density \
+                     outside domain.density_range [{lo}, {hi}] rho0 ({} since the last such line; counted as \
+                     removed; the next line when this count has doubled)",
                     c.step,
                     c.time,
                     dense - self.dense_logged
