@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPHERIC Test 2's physics tries in one call: `configs/spheric_test2.toml` at dp DP (0.006) to
 # t = T (0.6 s, past P1's impact and into its plateau) as shipped, then once per variant
-# NAME='OPTIONS' (options for `surge run`, e.g. "--set physics.viscosity.alpha=0.02"), and one
+# NAME='OPTIONS' (options for `surge run`, split on spaces, so a TOML value is written without
+# any: "--set physics.viscosity.alpha=0.02 --set time.cfl=0.15"), and one
 # table last: each run's steps, ms/step, particles removed and the figures of
 # scripts/spheric_test2_compare.py against the experiment (the issue's tolerances: 15 %,
 # 0.02 s, 10 %). Logs, summaries and gauges in OUT.
@@ -11,7 +12,7 @@
 # e.g. scripts/spheric_test2_variants.sh .device/surge $OUT lind="--set physics.shifting={kind=\"lind\"}"
 # Reads nothing outside the repository but SURGE and OUT.
 set -uo pipefail
-[ $# -ge 2 ] || { sed -n 2,12p "$0"; exit 2; }
+[ $# -ge 2 ] || { sed -n 2,13p "$0"; exit 2; }
 repo=$(cd "$(dirname "$0")/.." && pwd)
 S=$(realpath "$1") OUT=$2
 shift 2

@@ -591,7 +591,7 @@ impl Worker {
             self.clock.rebuilds += 1;
             // Logged at the first and then whenever the count has doubled since the last
             // line: a late flow that sheds a few a rebuild would otherwise write a line each
-            // (the progress lines and summary.json carry every count).
+            // (the progress lines and summary.json carry the total removed).
             let dense = self.backend.removed_for_density();
             if dense > self.dense_logged && (self.dense_logged == 0 || dense >= 2 * self.dense_logged) {
                 let [lo, hi] = self.case.density_range;
