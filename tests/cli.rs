@@ -321,6 +321,10 @@ fn run_every_config_briefly() {
         let rebuilds = s["devices"].as_array().unwrap().iter().map(|d| d["rebuild_seconds"].as_f64().unwrap());
         let most = rebuilds.fold(0.0, f64::max);
         assert!((0.0..1.0).contains(&share) && (share * wall - most).abs() <= 1e-9 * wall, "rebuild_share: {s:#}");
+        // Of the fluid removed, what the devices took out for its density.
+        let dense: u64 =
+            s["devices"].as_array().unwrap().iter().map(|d| d["removed_for_density"].as_u64().unwrap()).sum();
+        assert!(dense <= s["removed_particles"].as_u64().unwrap(), "removed_for_density: {s:#}");
 
         let vtu = surge_io::read_vtu(&frame0).unwrap();
         assert_eq!(vtu.points.len() as u64, particles, "{}", frame0.display());

@@ -35,6 +35,13 @@ fn a_jet_out_of_an_open_box_is_removed_and_counted() {
     let (left, removed) = (fluid_left(&mut sim), sim.removed());
     assert!(removed > 10 && left > 10, "the jet should lose part of its fluid: {removed} removed, {left} left");
     assert_eq!(left + removed, initial, "remaining + removed must be the initial fluid exactly");
+    assert_eq!(by_density(&sim), 0, "the jet's fluid left the domain: none went for its density");
+}
+
+/// Of [`Simulation::removed`], the fluid particles the devices took out for their density
+/// (summary.json's per-device `removed_for_density`, added up).
+fn by_density(sim: &Simulation) -> u64 {
+    sim.reports().iter().map(|r| r.removed_for_density).sum()
 }
 
 /// The case of `case_split` (split along x, then y) on 1, 2 and 3 devices to its end: some
@@ -178,6 +185,7 @@ fn a_density_outside_its_range_is_removed_at_the_rebuild_and_counted() {
     assert!(rebuilds_that_removed >= 2, "{rebuilds_that_removed} rebuilds removed particles in {steps} steps");
     assert!(s.removed() as f64 > 0.3 * initial as f64, "the bottom half should go: {} removed", s.removed());
     assert_eq!(fluid_left(&mut s) + s.removed(), initial, "remaining + removed must be the initial fluid exactly");
+    assert_eq!(by_density(&s), s.removed(), "in the closed tank every removal is for density, on either device");
     // With the default range [0.7, 1.3] nothing goes in this flow.
     let mut d = sim(&case("dam_break_2d.toml", &[]), 2);
     run_to(&mut d, 0.1);

@@ -155,6 +155,11 @@ pub struct DeviceSummary {
     pub reduce_seconds: f64,
     /// Moves of this device's slice boundaries by the load balancer.
     pub boundary_moves: u64,
+    /// Fluid particles this device took out in this run for a density outside
+    /// `domain.density_range` (counted in the summary's `removed_particles` with those that
+    /// left the domain; a restarted run counts from its restart).
+    #[serde(default)]
+    pub removed_for_density: u64,
 }
 
 impl Summary {

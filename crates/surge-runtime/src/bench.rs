@@ -133,7 +133,12 @@ pub fn bench(mut sim: Simulation, steps: u64) -> Result<BenchResult, crate::Step
         .iter()
         .zip(&reports0)
         .map(|(r, r0)| {
-            let r = crate::DeviceReport { times: r.times.since(&r0.times), moves: r.moves - r0.moves, ..r.clone() };
+            let r = crate::DeviceReport {
+                times: r.times.since(&r0.times),
+                moves: r.moves - r0.moves,
+                removed_for_density: r.removed_for_density - r0.removed_for_density,
+                ..r.clone()
+            };
             crate::run::device_summary(&r)
         })
         .collect();

@@ -456,6 +456,7 @@ pub(crate) fn device_summary(r: &crate::DeviceReport) -> DeviceSummary {
         exposed_exchange_seconds: r.times.exposed,
         reduce_seconds: r.times.reduce,
         boundary_moves: r.moves,
+        removed_for_density: r.removed_for_density,
     }
 }
 

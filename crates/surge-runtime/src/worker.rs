@@ -70,6 +70,10 @@ pub struct DeviceReport {
     pub times: DeviceTimes,
     /// Boundary moves applied (all devices count all moves).
     pub moves: u64,
+    /// Fluid particles this device took out in this run for a density outside
+    /// `domain.density_range` ([`Backend::removed_for_density`]; a restarted run counts from
+    /// its restart).
+    pub removed_for_density: u64,
     /// Memory held per particle now ([`Backend::bytes_per_particle`]: a CPU backend's
     /// Verlet list counts once built).
     pub bytes_per_particle: usize,
@@ -813,6 +817,7 @@ impl Worker {
             slice: self.map.owned(self.me()),
             times: self.times,
             moves: self.moves,
+            removed_for_density: self.backend.removed_for_density(),
             bytes_per_particle: self.backend.bytes_per_particle(),
         }
     }
