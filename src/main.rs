@@ -778,9 +778,16 @@ fn cmd_run(
             Err(Failure(EXIT_INTERRUPTED, s.message.unwrap_or_default()))
         }
         Ok(s) => {
+            // Of the fluid removed, what this run took out for its density (summary.json per
+            // device); the rest left the domain.
+            let dense: u64 = s.devices.iter().map(|d| d.removed_for_density).sum();
+            let removed = match s.removed_particles {
+                0 => String::new(),
+                n => format!("; {n} fluid particles removed ({dense} of this run's for their density)"),
+            };
             tracing::info!(
                 "done: {} steps to t = {:.6} s in {:.2} s wall; this run {:.3} ms/step, {:.3e} \
-                 particle-steps/s, {:.1} % of it in rebuilds; summary in {}",
+                 particle-steps/s, {:.1} % of it in rebuilds{removed}; summary in {}",
                 s.steps,
                 s.sim_time,
                 s.wall_seconds,
