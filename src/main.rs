@@ -779,7 +779,7 @@ fn cmd_run(
         }
         Ok(s) => {
             // Of the fluid removed, what this run took out for its density (summary.json per
-            // device); the rest left the domain.
+            // device); the rest left the domain, or went before a restart.
             let dense: u64 = s.devices.iter().map(|d| d.removed_for_density).sum();
             let removed = match s.removed_particles {
                 0 => String::new(),
