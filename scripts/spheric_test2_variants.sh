@@ -19,7 +19,7 @@ shift 2
 mkdir -p "$OUT"
 DP=${DP:-0.006} T=${T:-0.6} BACKEND=${BACKEND:-cuda}
 ref=$repo/tests/data/spheric_test2_kleefsman2005.csv
-names=() rows=()
+rows=()
 run() { # name, options (one word, split on spaces)
     local tag=$1 dir=/tmp/spheric_test2_variants_$1
     local -a opts

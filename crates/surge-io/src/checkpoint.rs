@@ -75,7 +75,7 @@ pub struct Header {
     pub last_disp: f64,
     /// Rebuilds done.
     pub rebuilds: u64,
-    /// Fluid particles removed so far because they left the domain.
+    /// Fluid particles removed so far because they left the domain or `domain.density_range`.
     pub removed: u64,
     /// Particles the inlets made so far.
     pub spawned: u64,

@@ -64,7 +64,8 @@ pub struct Summary {
     pub particles: u64,
     /// Fluid particles (at this run's first frame).
     pub fluid_particles: u64,
-    /// Fluid particles removed because they left the domain, over the whole chain of runs.
+    /// Fluid particles removed because they left the domain or `domain.density_range`, over the
+    /// whole chain of runs.
     #[serde(default)]
     pub removed_particles: u64,
     /// Particles the inlets made (issue 15), over the whole chain of runs.

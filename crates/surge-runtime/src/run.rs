@@ -65,7 +65,7 @@ pub struct Progress {
     pub wall: f64,
     /// Steps per wall second so far.
     pub steps_per_second: f64,
-    /// Fluid particles removed so far because they left the domain.
+    /// Fluid particles removed so far because they left the domain or `domain.density_range`.
     pub removed: u64,
     /// Particles the inlets made and those that flowed out through the outlets so far.
     pub open: [u64; 2],

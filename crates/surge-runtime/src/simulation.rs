@@ -71,7 +71,8 @@ pub struct StepState {
     pub last_disp: f64,
     /// Rebuilds done.
     pub rebuilds: u64,
-    /// Fluid particles removed so far because they left the domain (over every device).
+    /// Fluid particles removed so far because they left the domain or `domain.density_range`
+    /// (over every device).
     pub removed: u64,
     /// Open boundaries (issue 15): particles the inlets made so far.
     pub spawned: u64,
@@ -173,7 +174,7 @@ impl Simulation {
         StageTimes { rebuild: max(|t| t.rebuild), forces: max(|t| t.forces), update: max(|t| t.update) }
     }
 
-    /// What each device reports: slice, particles, times, boundary moves.
+    /// What each device reports: slice, particles, times, boundary moves, removals for density.
     pub fn reports(&self) -> Vec<DeviceReport> {
         match &self.devices {
             Devices::Solo(w) => vec![w.report()],
@@ -243,7 +244,7 @@ impl Simulation {
     pub fn rebuilds(&self) -> u64 {
         self.clock.rebuilds
     }
-    /// Fluid particles removed so far because they left the domain.
+    /// Fluid particles removed so far because they left the domain or `domain.density_range`.
     pub fn removed(&self) -> u64 {
         self.clock.removed
     }
