@@ -100,6 +100,14 @@ fn on_exit_stop_names_the_particle_that_left() {
     assert!(e.diverged());
     assert!(matches!(e.failure, Failure::Particle(_)), "{e}");
     assert!(e.to_string().contains("left the domain"), "{e}");
+    // The state at failure (the run's last frame) holds every particle, the named one
+    // outside the domain: on a GPU alone it once held none.
+    let Failure::Particle(bad) = &e.failure else { unreachable!() };
+    let s = sim.snapshot().unwrap();
+    assert_eq!(s.id.len() as u64, counts(&case).total(), "every particle in the state at failure");
+    let k = s.id.iter().position(|&id| id == bad.id).expect("the named particle in the state at failure");
+    let outside = (0..case.dim).any(|a| s.pos[k][a] < case.domain.min[a] || s.pos[k][a] > case.domain.max[a]);
+    assert!(outside, "particle {} at {:?} should lie outside the domain", bad.id, s.pos[k]);
 }
 
 #[test]

@@ -146,10 +146,32 @@ pub struct Wall {
 }
 
 impl Wall {
-    /// The box the layers occupy, inner box included.
+    /// The wall surfaces the particles make: a box wall's enclosed box with its high faces on
+    /// the particle lattice, `min + n dp` for the `n` lattice points that fit (an extent that is
+    /// not a multiple of dp ends up to dp short, as GenCase's boxes are drawn on the dp
+    /// lattice), so the layers outside a high face continue the lattice at spacing dp. With
+    /// the layers at `max + dp/2`, such a wall left a slot of up to 2 dp between the lattice's
+    /// last row and the first layer, through the floor and the side walls along the whole
+    /// face, which mDBC's walls (pressure from the fluid, not from their own compression) let
+    /// fluid through (docs/PERFORMANCE.md, "The slot at a high face"). A shape wall's is
+    /// its bounding box.
+    pub fn surface(&self, dp: f64) -> Aabb {
+        let mut b = self.inner;
+        if self.shape.is_none() {
+            for a in 0..3 {
+                let n = crate::geometry::lattice_len(b.min[a], b.max[a], dp);
+                if b.max[a] > b.min[a] {
+                    b.max[a] = b.min[a] + n as f64 * dp;
+                }
+            }
+        }
+        b
+    }
+
+    /// The box the layers occupy, the surface box ([`Wall::surface`]) included.
     pub fn outer(&self, dp: f64) -> Aabb {
         let t = if self.inside { 0.0 } else { self.layers as f64 * dp };
-        let mut o = self.inner;
+        let mut o = self.surface(dp);
         for a in 0..3 {
             if self.faces[a][0] {
                 o.min[a] -= t;

@@ -1872,8 +1872,10 @@ impl CudaBackend {
         let s = self.read_stats("key_sort_kernel")?;
         let mut dropped = drop.map_or(0, |d| d.dropped);
         if unread {
-            // The re-key's (classify): the particles it removed go with the dropped ones.
-            dropped += self.rekey_found(&s)?;
+            // The re-key's (classify): the particles it removed go with the dropped ones. A
+            // particle that stops the run leaves every particle where it was, all of them
+            // owned again, for the state at failure (`finish_begin` emptied `own`).
+            dropped += self.rekey_found(&s).inspect_err(|_| self.own = 0..self.n)?;
         } else if s[STAT_BAD_ID] != u32::MAX {
             return Err(Failure::Device(format!(
                 "particle {} lies outside the window of device {} after a rebuild",
