@@ -159,9 +159,11 @@ impl Wall {
         let mut b = self.inner;
         if self.shape.is_none() {
             for a in 0..3 {
-                let n = crate::geometry::lattice_len(b.min[a], b.max[a], dp);
-                if b.max[a] > b.min[a] {
-                    b.max[a] = b.min[a] + n as f64 * dp;
+                // An extent that is a multiple of dp (to the lattice's own 1e-6 dp) keeps its
+                // max to the bit.
+                let end = b.min[a] + crate::geometry::lattice_len(b.min[a], b.max[a], dp) as f64 * dp;
+                if b.max[a] > b.min[a] && (b.max[a] - end).abs() > 1e-6 * dp {
+                    b.max[a] = end;
                 }
             }
         }
