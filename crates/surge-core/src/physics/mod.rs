@@ -13,4 +13,3 @@ pub mod mdbc;
 pub mod options;
 pub mod pair;
 pub mod viscosity;
-pub mod wall_function;
