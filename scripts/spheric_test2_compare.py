@@ -95,10 +95,10 @@ def reservoir_lead(ts, hs, te, he):
     s0, e0 = rest(ts, hs), rest(te, he)
     smooth = centred_average(te, he, AVERAGE)
     leads = []
-    for k in range(7):
-        at = 0.05 + 0.025 * k
+    for n in range(7):
+        at = 0.05 + 0.025 * n
         drop = s0 - value_at(ts, hs, at)
-        k = next((k for k, b in enumerate(smooth) if e0 - b >= drop), None)
+        k = next((j for j, b in enumerate(smooth) if e0 - b >= drop), None)
         if k is None:
             return None
         when = te[k]
