@@ -12,13 +12,19 @@ set -euo pipefail
 surge=$1 out=$2 speed=$3
 shift 3
 repo="$(cd "$(dirname "$0")/.." && pwd)"
-mkdir -p "$out"
 # Lifted for 0.6 s, then held (the plate's top stays inside the domain to 2.5 m/s).
-if ! python3 -c "import sys; v = float(sys.argv[1]); sys.exit(not 0 < v <= 2.5)" "$speed" 2>/dev/null; then
-    echo "error: SPEED: expected a number of m/s above 0 and at most 2.5 (the plate's top leaves the domain beyond), found '$speed'" >&2
-    exit 2
-fi
-python3 -c "import sys; v = float(sys.argv[1]); print(f'0, 0, 0, 0\n0.6, 0, 0, {0.6 * v!r}')" "$speed" >"$out/lift.csv"
+python3 - "$speed" "$out/lift.csv" <<'PY' || exit 2
+import sys
+try:
+    v = float(sys.argv[1])
+except ValueError:
+    v = float("nan")
+if not 0 < v <= 2.5:
+    sys.exit(f"error: SPEED: expected a number of m/s above 0 and at most 2.5 (the plate's top leaves the domain beyond), found '{sys.argv[1]}'")
+import os
+os.makedirs(os.path.dirname(sys.argv[2]), exist_ok=True)
+open(sys.argv[2], "w").write(f"0, 0, 0, 0\n0.6, 0, 0, {0.6 * v!r}\n")
+PY
 {
     cat "$repo/configs/spheric_test2.toml"
     printf '\n[[obstacle]]\nname = "gate"\nmin = [1.832, 0.0, 0.0]\nmax = [1.992, 1.0, 0.6]\nmotion = { kind = "table", file = "lift.csv" }\n'
