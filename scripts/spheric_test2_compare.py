@@ -38,6 +38,13 @@ def read(path):
     return t, cols
 
 
+def value_at(t, v, x):
+    """The value at x of the line through the samples (extended past the ends)."""
+    k = min(max(bisect.bisect_left(t, x), 1), len(t) - 1)
+    t0, t1 = t[k - 1], t[k]
+    return v[k - 1] + (v[k] - v[k - 1]) * (x - t0) / (t1 - t0) if t1 > t0 else v[k]
+
+
 def centred_average(t, v, window):
     """At each time, the time average over t +- window/2 of the line through the samples (the
     trapezoid rule's integral over the window cut to the data, over its length): the same as
@@ -60,9 +67,8 @@ def centred_average(t, v, window):
             return v[0], 0.0
         if k == len(t):
             return v[-1], area[-1]
-        t0, t1 = t[k - 1], t[k]
-        y = v[k - 1] + (v[k] - v[k - 1]) * (x - t0) / (t1 - t0) if t1 > t0 else v[k - 1]
-        return y, area[k - 1] + 0.5 * (v[k - 1] + y) * (x - t0)
+        y = value_at(t, v, x)
+        return y, area[k - 1] + 0.5 * (v[k - 1] + y) * (x - t[k - 1])
 
     out = []
     for ti in times:
@@ -73,12 +79,6 @@ def centred_average(t, v, window):
 
 def first_wet(t, h):
     return next((ti for ti, hi in zip(t, h) if hi >= WET), None)
-
-
-def value_at(t, v, x):
-    k = min(max(bisect.bisect_left(t, x), 1), len(t) - 1)
-    t0, t1 = t[k - 1], t[k]
-    return v[k - 1] + (v[k] - v[k - 1]) * (x - t0) / (t1 - t0) if t1 > t0 else v[k]
 
 
 def reservoir_lead(ts, hs, te, he):
@@ -139,9 +139,9 @@ def main():
             return sum(w) / len(w) if w else None
 
         row(f"P1 plateau 0.45-{end:.2f} s (Pa)", plateau(t1, p1), plateau(t2, q1), 0.15, True)
-    for g in ["H1", "H2", "H3"]:
-        if g in s and g in e:
-            row(f"{g} first wetting (s, >= {WET} m)", first_wet(ts, s[g]), first_wet(te, e[g]), 0.02, False)
+    wet = {g: (first_wet(ts, s[g]), first_wet(te, e[g])) for g in ["H1", "H2", "H3"] if g in s and g in e}
+    for g, (a, b) in wet.items():
+        row(f"{g} first wetting (s, >= {WET} m)", a, b, 0.02, False)
     for g in ["H1", "H2", "H3", "H4"]:
         if g in s and g in e:
             row(f"{g} maximum to {end:.2f} s (m)", max(cut(ts, s[g])[1]), max(cut(te, e[g])[1]), 0.10, True)
@@ -155,11 +155,9 @@ def main():
         mid, lo, hi = lead
         print(f"Not the issue's figures: the experiment's H4 falls {1000 * mid:.1f} ms ahead of the run's over "
               f"0.05-0.2 s (median; {1000 * lo:.1f} to {1000 * hi:.1f} ms); first wetting on its clock moved by that:")
-        for g in ["H1", "H2", "H3"]:
-            if g in s and g in e:
-                a, b = first_wet(ts, s[g]), first_wet(te, e[g])
-                if a is not None and b is not None:
-                    print(f"  {g} first wetting {a:.4f} s against {b + mid:.4f} s: {a - b - mid:+.3f} s (0.02 s asked of the unmoved clock)")
+        for g, (a, b) in wet.items():
+            if a is not None and b is not None:
+                print(f"  {g} first wetting {a:.4f} s against {b + mid:.4f} s: {a - b - mid:+.3f} s (0.02 s asked of the unmoved clock)")
 
 
 if __name__ == "__main__":
