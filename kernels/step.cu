@@ -668,7 +668,7 @@ __device__ __forceinline__ void force_candidate_at(float4 pj4, unsigned j, unsig
 #if !MDBC_IN_VEL
             const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 #endif
-#if VISC == 2 && !MDBC
+#if (VISC == 2 && !MDBC) || WALL_FN
             const float4 wj = j < mid ? zero : wall[j];
 #else
             const float4 wj = zero;
@@ -697,10 +697,16 @@ __device__ __forceinline__ void force_candidate(unsigned j, unsigned mid, float 
 
 // The force pass's result for particle i (fluid: its acceleration with the body force;
 // otherwise its density rate only) and the fluid's maxima for the stats.
-__device__ __forceinline__ void force_out(int i, bool fluid, const Accum &acc, float4 *__restrict__ force,
-                                          float4 *__restrict__ shift, float &acc_norm, float &visc_max) {
+__device__ __forceinline__ void force_out(int i, bool fluid, const PairParticle &pi, const Accum &acc,
+                                          float4 *__restrict__ force, float4 *__restrict__ shift, float &acc_norm,
+                                          float &visc_max) {
     if (fluid) {
         float3 a = acc.acc + v3(GX, GY, GZ);
+#if WALL_FN
+        a += wall_shear(pi.vel, acc.wall, WALL_Y_MIN, WALL_NU);
+#else
+        (void)pi;
+#endif
         force[i] = make_float4(a.x, a.y, a.z, acc.drho * INV_RHO0);
         acc_norm = sqrtf(norm2(a));
         visc_max = acc.visc_max;
@@ -806,7 +812,7 @@ extern "C" __global__ void __launch_bounds__(CTA_THREADS) forces_kernel(FORCES_P
             });
             if (active) {
                 float an = 0.0f, vm = 0.0f;
-                force_out((int)i, f.fluid, acc, force, shift, an, vm);
+                force_out((int)i, f.fluid, f.pi, acc, force, shift, an, vm);
                 acc_norm = fmaxf(acc_norm, an), visc_max = fmaxf(visc_max, vm);
             }
         }
@@ -868,7 +874,7 @@ extern "C" __global__ void __launch_bounds__(256, FORCES_MIN_BLOCKS) forces_kern
             });
         }
     });
-    if (active) force_out(i, f.fluid, acc, force, shift, acc_norm, visc_max);
+    if (active) force_out(i, f.fluid, f.pi, acc, force, shift, acc_norm, visc_max);
     block_max2(acc_norm, visc_max, stats, STAT_ACC, STAT_VISC);
 }
 #elif TRAVERSAL != 3
@@ -931,7 +937,7 @@ extern "C" __global__ void __launch_bounds__(256, FORCES_MIN_BLOCKS) forces_kern
             }
         }
 #endif
-        force_out(i, fluid, acc, force, shift, acc_norm, visc_max);
+        force_out(i, fluid, pi, acc, force, shift, acc_norm, visc_max);
     }
     block_max2(acc_norm, visc_max, stats, STAT_ACC, STAT_VISC);
 }

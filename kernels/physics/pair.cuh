@@ -8,6 +8,7 @@
 #include "vec.cuh"
 #include "kernel.cuh"
 #include "viscosity.cuh"
+#include "wall_function.cuh"
 
 // The viscosity of a fluid particle's pairs with boundary particles (ALPHA or NU times
 // physics.viscosity.boundary_factor; the same literal where the factor is 1, so the
@@ -33,6 +34,9 @@ struct Accum {
     float visc_max;
     float3 grad_c;
     float div_r;
+#if WALL_FN
+    WallSums wall;  // the wall function's sums (zero-initialised: aggregate initialisers omit it)
+#endif
 };
 
 // The pair's formulas in as few instructions as the force kernel can issue (it is bound by
@@ -98,6 +102,11 @@ __device__ __forceinline__ void fluid_pair(float3 r, float r2, const PairParticl
     const float vol_j = pj.m * inv_rhoj;
     out.grad_c += r * (f * vol_j);
     out.div_r -= vol_j * (r2 * f);
+#endif
+#if WALL_FN
+    // The wall function's sums over boundary neighbours; j's own velocity (pj.vel: zero for
+    // a wall whose velocity buffer holds its mDBC values, MDBC_IN_VEL).
+    if (!j_fluid) wall_add(r, f, pj.m * inv_rhoj, wall_j, pj.vel, out.wall);
 #endif
     // The step's viscous bound keeps v_i - v_j at mDBC walls too, as the CPU's twins do.
     out.visc_max = fmaxf(out.visc_max, fabsf(H * vr * inv_r2));

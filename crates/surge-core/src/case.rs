@@ -96,6 +96,19 @@ impl Slip {
     }
 }
 
+/// A wall shear the particles do not resolve (`physics.wall_function`,
+/// [`crate::physics::wall_function`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum WallFunction {
+    /// None.
+    None,
+    /// The smooth-wall law of the wall with the fluid's molecular viscosity `nu` (m²/s).
+    LogLaw {
+        /// Kinematic viscosity.
+        nu: f64,
+    },
+}
+
 impl Boundary {
     /// True for mDBC.
     pub fn is_mdbc(self) -> bool {
@@ -318,6 +331,8 @@ pub struct Case {
     pub shifting: Shifting,
     /// Boundary condition of walls and obstacles.
     pub boundary: Boundary,
+    /// The wall shear of free-slip mDBC walls.
+    pub wall_function: WallFunction,
     /// Start the fluid at hydrostatic pressure.
     pub hydrostatic_start: bool,
     /// Time integration.
@@ -1897,6 +1912,20 @@ impl Case {
                 other_slip.push(solid);
             }
         }
+        let wall_function = match ph.wall_function {
+            WallFunctionSpec::None => WallFunction::None,
+            WallFunctionSpec::LogLaw { nu } => {
+                // The law gives the whole shear of the wall: a viscous term that holds the
+                // tangential velocity too (no-slip, the wall's velocity) would count it twice.
+                if global_slip != Some(Slip::Free) || !other_slip.is_empty() {
+                    return Err(c.err(
+                        "physics.wall_function",
+                        "log_law needs free-slip mDBC walls: physics.boundary = { kind = \"mdbc\", slip = true }, no solid with slip = false",
+                    ));
+                }
+                WallFunction::LogLaw { nu: c.positive("physics.wall_function.nu", nu)? }
+            }
+        };
         let mut case = Case {
             name,
             dim,
@@ -1922,6 +1951,7 @@ impl Case {
                 BoundarySpec::Dbc {} => Boundary::Dbc,
                 BoundarySpec::Mdbc { slip } => Boundary::Mdbc { slip },
             },
+            wall_function,
             hydrostatic_start: match ph.initial_pressure {
                 Some(InitialPressure::Hydrostatic) => {
                     if g_mag == 0.0 {
@@ -2098,6 +2128,7 @@ impl Case {
             balance: _,
             traversal: _,
             mdbc_other_slip,
+            wall_function,
         } = self;
         let mut hs = Fnv1a::new();
         let aabb = |hs: &mut Fnv1a, b: &Aabb| {
@@ -2144,6 +2175,10 @@ impl Case {
             for (_, r) in mdbc_other_slip {
                 hs.str("other slip").u64(r.start as u64).u64(r.end as u64);
             }
+        }
+        // None adds nothing (the cases from before keep their hash).
+        if let WallFunction::LogLaw { nu } = *wall_function {
+            hs.str("wall function log law").f64(nu);
         }
         hs.u64(*hydrostatic_start as u64);
         match scheme {

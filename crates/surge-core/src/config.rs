@@ -328,6 +328,9 @@ pub struct PhysicsSpec {
     /// Boundary condition of walls and obstacles; default `dbc`.
     #[serde(default)]
     pub boundary: BoundarySpec,
+    /// The shear of walls on the fluid that the particles do not resolve; default none.
+    #[serde(default)]
+    pub wall_function: WallFunctionSpec,
     /// Initial fluid pressure: `hydrostatic` (default when the body force does not act along
     /// a periodic axis: each fluid box starts at rest under its own free surface) or `zero`.
     pub initial_pressure: Option<InitialPressure>,
@@ -362,6 +365,27 @@ pub enum ShiftingSpec {
         coefficient: f64,
         /// Free-surface threshold of `div r`; default 1.5 in 2D, 2.75 in 3D.
         surface_threshold: Option<f64>,
+    },
+}
+
+fn default_water_nu() -> f64 {
+    1.0e-6
+}
+
+/// `physics.wall_function`: a turbulent wall shear at free-slip mDBC walls
+/// ([`crate::physics::wall_function`]).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum WallFunctionSpec {
+    /// No wall shear beyond what the viscosity gives (default).
+    #[default]
+    None,
+    /// The smooth-wall law of the wall (viscous sublayer, then log layer), evaluated for each
+    /// fluid particle near a wall from its slip speed and its distance to the wall.
+    LogLaw {
+        /// The fluid's molecular kinematic viscosity (m²/s); default 1e-6 (water near 20 °C).
+        #[serde(default = "default_water_nu")]
+        nu: f64,
     },
 }
 
@@ -427,6 +451,7 @@ impl Default for PhysicsSpec {
             density_diffusion: DiffusionSpec::default(),
             shifting: ShiftingSpec::default(),
             boundary: BoundarySpec::default(),
+            wall_function: WallFunctionSpec::default(),
             initial_pressure: None,
         }
     }

@@ -10,6 +10,7 @@ use surge_core::physics::constants::Constants;
 use surge_core::physics::kernel::SmoothingKernel;
 use surge_core::physics::options::{BoundaryModel, DiffusionModel, ShiftingModel, ViscosityModel};
 use surge_core::physics::pair::{dispatch, Accum, PairParticle, Physics, WithPhysics};
+use surge_core::physics::wall_function::{wall_shear, WallSums};
 use surge_core::V3;
 
 use crate::verlet::{Lists, VerletList};
@@ -372,6 +373,12 @@ pub(crate) fn sum_lanes(parts: &[Accum; LANES]) -> Accum {
         visc_max: parts.iter().fold(0.0f32, |m, a| m.max(a.visc_max)),
         grad_c: V3::new(t(|a| a.grad_c.x), t(|a| a.grad_c.y), t(|a| a.grad_c.z)),
         div_r: t(|a| a.div_r),
+        wall: WallSums {
+            s: t(|a| a.wall.s),
+            n: V3::new(t(|a| a.wall.n.x), t(|a| a.wall.n.y), t(|a| a.wall.n.z)),
+            y: t(|a| a.wall.y),
+            v: V3::new(t(|a| a.wall.v.x), t(|a| a.wall.v.y), t(|a| a.wall.v.z)),
+        },
     }
 }
 
@@ -487,12 +494,13 @@ impl WithPhysics for Pass<'_> {
         let first = range.start;
         let ParticleArrays { pos, vel, cell, info, press, force, wall, shift, mdbc, .. } = a;
         let (pos, vel, cell, info, press, wall, mdbc) = (&*pos, &*vel, &*cell, &*info, &*press, &*wall, &*mdbc);
+        let (wall_fn, wall_y_min) = (ph.wall_nu > 0.0, eos.wall_y_min);
         let particle = |j: usize| PairParticle {
             vel: V3::from4(vel[j]),
             rho: eos.density(vel[j][3]),
             p: press[j],
             m: pos[j][3],
-            wall: if V::MIRROR_WALL && !B::MDBC { wall[j] } else { [0.0; 4] },
+            wall: if (V::MIRROR_WALL && !B::MDBC) || wall_fn { wall[j] } else { [0.0; 4] },
             mdbc: if B::MDBC { mdbc[j] } else { [0.0; 4] },
         };
         let inv_rho0 = 1.0 / eos.rho0;
@@ -566,7 +574,10 @@ impl WithPhysics for Pass<'_> {
                     }
                     sum_lanes(&parts)
                 });
-                let a_i = acc.acc + g;
+                let mut a_i = acc.acc + g;
+                if wall_fn {
+                    a_i += wall_shear(pi.vel, &acc.wall, wall_y_min, ph.wall_nu);
+                }
                 (a_i.with_w(acc.drho * inv_rho0), acc, a_i.norm2().sqrt())
             } else if B::MDBC || info[i][1] == Kind::Buffer as u32 {
                 // The mDBC pass has set the density (an open boundary's pass a buffer

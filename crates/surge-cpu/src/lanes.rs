@@ -343,7 +343,8 @@ impl LanePhysics {
             && V::NAME == "artificial"
             && !V::MIRROR_WALL
             && matches!(D::NAME, "none" | "molteni_colagrossi" | "fourtakas")
-            && matches!(S::NAME, "none" | "lind");
+            && matches!(S::NAME, "none" | "lind")
+            && ph.wall_nu == 0.0;
         let [inv_h, _, a_f] = ph.kernel.constants();
         supported.then_some(LanePhysics {
             inv_h,
@@ -827,6 +828,8 @@ impl Sums {
             visc_max: v.iter().fold(0.0f32, |m, &x| m.max(x)),
             grad_c: V3::new(s[0], s[1], s[2]),
             div_r: s[3],
+            // The lanes take no wall function (LanePhysics::of).
+            wall: Default::default(),
         }
     }
 }

@@ -19,6 +19,7 @@ pub const SOURCES: &[(&str, &str)] = &[
     ("physics/kernel.cuh", include_str!("../../../kernels/physics/kernel.cuh")),
     ("physics/eos.cuh", include_str!("../../../kernels/physics/eos.cuh")),
     ("physics/viscosity.cuh", include_str!("../../../kernels/physics/viscosity.cuh")),
+    ("physics/wall_function.cuh", include_str!("../../../kernels/physics/wall_function.cuh")),
     ("physics/pair.cuh", include_str!("../../../kernels/physics/pair.cuh")),
     ("physics/mdbc.cuh", include_str!("../../../kernels/physics/mdbc.cuh")),
     ("physics/loads.cuh", include_str!("../../../kernels/physics/loads.cuh")),
@@ -163,6 +164,10 @@ pub fn defines(case: &Case, grid: &Grid, ids: u64) -> BTreeMap<&'static str, Str
         Boundary::Mdbc { slip: Slip::Wall } => "3",
     };
     d.insert("MDBC", mdbc.into());
+    // The wall function (physics.wall_function): its viscosity and smallest distance.
+    d.insert("WALL_FN", u8::from(c.wall_nu > 0.0).to_string());
+    d.insert("WALL_NU", lit(c.wall_nu));
+    d.insert("WALL_Y_MIN", lit(c.wall_y_min));
     d.insert("MDBC_IN_VEL", u8::from(mdbc_in_vel(case)).to_string());
     // The solids whose slip is the other one: their ids, `lo, hi` a range.
     d.insert("MDBC_OTHER_SLIP", case.mdbc_other_slip.len().to_string());

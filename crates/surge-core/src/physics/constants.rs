@@ -4,7 +4,7 @@
 
 use super::eos::{tait_density, tait_pressure};
 use super::kernel::{CubicSpline, SmoothingKernel, WendlandC2};
-use crate::case::{Case, Diffusion, Shifting, Viscosity};
+use crate::case::{Case, Diffusion, Shifting, Viscosity, WallFunction};
 use crate::config::KernelKind;
 use crate::V3;
 
@@ -50,6 +50,11 @@ pub struct Constants {
     pub shift_ah: f32,
     /// Free-surface threshold of the position divergence for shifting.
     pub shift_threshold: f32,
+    /// The wall function's molecular viscosity (0 without one).
+    pub wall_nu: f32,
+    /// The wall function's smallest distance to the wall, a quarter of dp (`h / 8` at
+    /// h = 2 dp): a particle at the wall's surface.
+    pub wall_y_min: f32,
 }
 
 impl Constants {
@@ -95,6 +100,11 @@ impl Constants {
             delta_h_c0: (delta * case.h * case.c0) as f32,
             shift_ah,
             shift_threshold,
+            wall_nu: match case.wall_function {
+                WallFunction::None => 0.0,
+                WallFunction::LogLaw { nu } => nu as f32,
+            },
+            wall_y_min: (0.25 * case.dp) as f32,
         }
     }
 

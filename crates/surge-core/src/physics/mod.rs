@@ -13,3 +13,4 @@ pub mod mdbc;
 pub mod options;
 pub mod pair;
 pub mod viscosity;
+pub mod wall_function;

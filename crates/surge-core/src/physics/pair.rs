@@ -5,6 +5,7 @@ use super::constants::Constants;
 use super::kernel::{CubicSpline, SmoothingKernel, WendlandC2};
 use super::options::*;
 use super::viscosity::morris_wall_factor;
+use super::wall_function::{wall_add, WallSums};
 use crate::case::{Boundary, Case, Diffusion, Shifting, Viscosity};
 use crate::config::KernelKind;
 use crate::V3;
@@ -20,7 +21,8 @@ pub struct PairParticle {
     pub p: f32,
     /// Mass.
     pub m: f32,
-    /// Boundary particles with [`ViscosityModel::MIRROR_WALL`]: wall normal and distance.
+    /// Boundary particles with [`ViscosityModel::MIRROR_WALL`] or a wall function: wall
+    /// normal and distance.
     pub wall: [f32; 4],
     /// Boundary particles with [`BoundaryModel::MDBC`]: the velocity the viscous term sees
     /// (xyz) and the relative density from the ghost node (w).
@@ -40,6 +42,8 @@ pub struct Accum {
     pub grad_c: V3,
     /// Shifting: position divergence `-sum V_j r_ij . grad W`.
     pub div_r: f32,
+    /// A wall function's sums over the boundary neighbours ([`super::wall_function`]).
+    pub wall: WallSums,
 }
 
 /// The compile-time selected formula set of a case: kernel K, viscosity V, diffusion D,
@@ -62,6 +66,8 @@ pub struct Physics<K, V, D, S, B, const DIM: usize> {
     pub shift: S,
     /// Boundary model marker.
     pub boundary: B,
+    /// The wall function's molecular viscosity; 0 without one (its sums are not taken).
+    pub wall_nu: f32,
 }
 
 impl<
@@ -111,6 +117,9 @@ impl<
             let vol = pj.m / pj.rho;
             out.grad_c += g.gw * vol;
             out.div_r -= vol * r.dot(g.gw);
+        }
+        if self.wall_nu > 0.0 && !j_fluid {
+            wall_add(r, self.kernel.f(r2.sqrt()), pj.m / pj.rho, pj.wall, pj.vel, &mut out.wall);
         }
         // The step's viscous bound keeps v_i - v_j at mDBC walls too, the fluid's speed past
         // the wall particles (taking the ghost's velocity instead, as the viscous term does,
@@ -240,11 +249,11 @@ fn dispatch_b<
     boundary: B,
     f: F,
 ) -> F::Output {
-    let (h, support2, eta2) = (c.h, c.support2, c.eta2);
+    let (h, support2, eta2, wall_nu) = (c.h, c.support2, c.eta2, c.wall_nu);
     if case.dim == 2 {
-        f.call(Physics::<K, V, D, S, B, 2> { kernel, visc, diff, h, support2, eta2, shift, boundary })
+        f.call(Physics::<K, V, D, S, B, 2> { kernel, visc, diff, h, support2, eta2, shift, boundary, wall_nu })
     } else {
-        f.call(Physics::<K, V, D, S, B, 3> { kernel, visc, diff, h, support2, eta2, shift, boundary })
+        f.call(Physics::<K, V, D, S, B, 3> { kernel, visc, diff, h, support2, eta2, shift, boundary, wall_nu })
     }
 }
 
