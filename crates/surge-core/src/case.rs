@@ -281,6 +281,13 @@ pub enum Initial {
         /// U.
         u0: f64,
     },
+    /// The smooth-wall law along x over each fluid box's bottom (last axis).
+    LogLaw {
+        /// Friction velocity (m/s).
+        u_star: f64,
+        /// Kinematic viscosity (m²/s).
+        nu: f64,
+    },
 }
 
 /// A checked case, ready to fill and run. Vectors have 3 components; z = 0 in 2D.
@@ -1387,6 +1394,11 @@ impl Case {
             None => 0.0,
             Some(InitialVelocity::Constant { value }) => norm(&c.vec("initial_velocity.value", value, dim)?),
             Some(InitialVelocity::TaylorGreen { u0 }) => u0.abs(),
+            // The law's speed at the top of the deepest fluid box.
+            Some(InitialVelocity::LogLaw { u_star, nu }) => {
+                let depth = fluid.iter().map(|b| b.max[dim - 1] - b.min[dim - 1]).fold(0.0, f64::max);
+                crate::physics::wall_function::law_velocity(*u_star, depth, *nu).abs()
+            }
         };
         let front = 2.0 * (g_mag * column).sqrt();
         // Moving solids, now that gravity is known (wave paddles need it). A solid's box:
@@ -1872,6 +1884,10 @@ impl Case {
                 }
                 Initial::TaylorGreen { u0: *u0 }
             }
+            Some(InitialVelocity::LogLaw { u_star, nu }) => Initial::LogLaw {
+                u_star: c.positive("initial_velocity.u_star", *u_star)?,
+                nu: c.positive("initial_velocity.nu", *nu)?,
+            },
         };
 
         if let Some(m) = motions.iter().find(|m| m.rotates()).filter(|_| periodic.iter().any(|&p| p)) {
@@ -2225,6 +2241,7 @@ impl Case {
         match *initial {
             Initial::Constant(v) => hs.str("constant").f64s(&v),
             Initial::TaylorGreen { u0 } => hs.str("taylor_green").f64(u0),
+            Initial::LogLaw { u_star, nu } => hs.str("log_law").f64(u_star).f64(nu),
         };
         hs.finish()
     }

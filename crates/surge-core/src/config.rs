@@ -1130,6 +1130,18 @@ pub enum InitialVelocity {
         /// Velocity amplitude U (m/s).
         u0: f64,
     },
+    /// A developed turbulent boundary layer over the floor, along x: the smooth-wall law of
+    /// the wall (`u+ = y+` to y+ 11.06, then `ln(y+) / 0.41 + 5.2`) at friction velocity
+    /// `u_star`, y the height above the bottom of each fluid box (the last axis: z in 3D,
+    /// y in 2D). An open-channel flow started developed, and the test of
+    /// `physics.wall_function` (it takes such a layer the law's wall shear, rho u_star²).
+    LogLaw {
+        /// Friction velocity u* (m/s).
+        u_star: f64,
+        /// Kinematic viscosity (m²/s); default 1e-6, water's.
+        #[serde(default = "default_water_nu")]
+        nu: f64,
+    },
 }
 
 /// Parse a case from TOML text, applying `key.path=value` overrides first.

@@ -1040,6 +1040,10 @@ fn initial_state(case: &Case, c: &Constants, b: &Aabb, x: [f64; 3]) -> ([f64; 3]
             let p = p_static - case.rho0 * u0 * u0 / 4.0 * ((2.0 * k * px).cos() + (2.0 * k * py).cos());
             (v, c.rel_density(p as f32 + c.pb))
         }
+        Initial::LogLaw { u_star, nu } => {
+            let y = x[case.dim - 1] - b.min[case.dim - 1];
+            ([crate::physics::wall_function::law_velocity(u_star, y, nu), 0.0, 0.0], c.rel_density(p_static as f32 + c.pb))
+        }
     }
 }
 

@@ -65,6 +65,14 @@ pub fn friction_velocity(u: f32, y: f32, nu: f32) -> f32 {
     s
 }
 
+/// The law's velocity at distance `y` from the wall for friction velocity `u_star`, the
+/// inverse of [`friction_velocity`] (`initial_velocity = { kind = "log_law" }`).
+pub fn law_velocity(u_star: f64, y: f64, nu: f64) -> f64 {
+    let y_plus = y * u_star / nu;
+    let u_plus = if y_plus <= Y_PLUS_SUBLAYER as f64 { y_plus } else { y_plus.ln() / KAPPA as f64 + B as f64 };
+    u_star * u_plus
+}
+
 /// The wall sums of fluid particle i ([`crate::physics::pair::Accum`]): `s`, `n`, `y` and
 /// `v` are S, N, Y and U of the module's doc.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -137,6 +145,20 @@ mod tests {
             }
         }
         assert_eq!(friction_velocity(0.0, 1e-3, 1e-6), 0.0);
+    }
+
+    /// `law_velocity` inverts `friction_velocity` on both branches, within 1e-5 relative
+    /// (float32's precision of the Newton solve, as above).
+    #[test]
+    fn the_law_velocity_inverts_the_friction_velocity() {
+        let nu = 1.0e-6;
+        for &us in &[0.001, 0.02, 0.15, 0.4] {
+            for &y in &[1e-4, 3e-3, 0.05] {
+                let u = law_velocity(us, y, nu);
+                let back = friction_velocity(u as f32, y as f32, nu as f32) as f64;
+                assert!((back - us).abs() <= 1e-5 * us, "u* {us} y {y}: {back}");
+            }
+        }
     }
 
     /// The two branches meet at y+ 11.06 (the shear is continuous in the slip speed).
