@@ -12,7 +12,7 @@ cargo build --release
 cp target/release/surge .device/
 # Every test binary cargo reports ("Executable tests/NAME.rs (target/release/deps/NAME-HASH)"),
 # fresh or rebuilt, for the tests the GPU scripts run.
-want=" gpu_parity peer_copy physics_channel_flows physics_hydrostatic physics_taylor_green physics_dam_break physics_loads determinism decomposition devices removal sampling motion wave_flume bodies open "
+want=" gpu_parity peer_copy physics_channel_flows physics_hydrostatic physics_taylor_green physics_wall_function physics_dam_break physics_loads determinism decomposition devices removal sampling motion wave_flume bodies open "
 cargo test --release --workspace --no-run 2>&1 | sed -n 's/^ *Executable tests\/\([a-z_0-9]*\)\.rs (\(.*\))$/\1 \2/p' |
     while read -r name exe; do
         case "$want" in *" $name "*) cp "$exe" ".device/$name" && echo ".device/$name" ;; esac

@@ -25,7 +25,7 @@ for t in pencil cta; do
     [ -x "$bin/decomposition" ] && run "cuda_decomposition_$t" env SURGE_TEST_BACKEND=cuda SURGE_TEST_TRAVERSAL=$t \
         "$bin/decomposition" --nocapture --test-threads 1
 done
-for t in physics_channel_flows physics_hydrostatic physics_taylor_green physics_dam_break physics_loads determinism motion bodies open removal; do
+for t in physics_channel_flows physics_hydrostatic physics_taylor_green physics_wall_function physics_dam_break physics_loads determinism motion bodies open removal; do
     [ -x "$bin/$t" ] && run "cuda_$t" env SURGE_TEST_BACKEND=cuda "$bin/$t" --nocapture --test-threads 1
 done
 # A floating box settling to its Archimedes draft at dp = 0.005, and a floating column's heave
