@@ -481,7 +481,9 @@ fn cmd_check(
     };
     let walls = match case.wall_function {
         surge_core::case::WallFunction::None => walls,
-        surge_core::case::WallFunction::LogLaw { nu } => format!("{walls} with the smooth-wall log law (nu {nu:e} m²/s)"),
+        surge_core::case::WallFunction::LogLaw { nu } => {
+            format!("{walls} with the smooth-wall log law (nu {nu:e} m²/s)")
+        }
     };
     let shift = match case.shifting {
         surge_core::case::Shifting::None => String::new(),

@@ -1042,7 +1042,10 @@ fn initial_state(case: &Case, c: &Constants, b: &Aabb, x: [f64; 3]) -> ([f64; 3]
         }
         Initial::LogLaw { u_star, nu } => {
             let y = x[case.dim - 1] - b.min[case.dim - 1];
-            ([crate::physics::wall_function::law_velocity(u_star, y, nu), 0.0, 0.0], c.rel_density(p_static as f32 + c.pb))
+            (
+                [crate::physics::wall_function::law_velocity(u_star, y, nu), 0.0, 0.0],
+                c.rel_density(p_static as f32 + c.pb),
+            )
         }
     }
 }

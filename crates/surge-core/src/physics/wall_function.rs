@@ -188,7 +188,8 @@ mod tests {
             for bz in 0..layers {
                 for bx in -reach..=reach {
                     for by in -reach..=reach {
-                        let xb = V3::new((bx as f64 * dp) as f32, (by as f64 * dp) as f32, (-(bz as f64 + 0.5) * dp) as f32);
+                        let xb =
+                            V3::new((bx as f64 * dp) as f32, (by as f64 * dp) as f32, (-(bz as f64 + 0.5) * dp) as f32);
                         let r = xi - xb;
                         let d = r.norm2().sqrt();
                         if d >= 2.0 * h as f32 {
