@@ -52,6 +52,8 @@ const BROKEN: &[(&str, &[&str])] = &[
     ("unknown_kernel.toml", &["field `physics.kernel`", "`gauss`", "`wendland_c2`", "`cubic_spline`"]),
     ("unknown_boundary.toml", &["field `physics.boundary.kind`", "unknown variant `mbdc`", "`dbc`", "`mdbc`"]),
     ("c0_and_c0_coef.toml", &["field `physics.eos`", "either c0 or c0_coef, not both"]),
+    ("wall_function_on_dbc.toml", &["field `physics.wall_function`", "log_law needs free-slip mDBC walls"]),
+    ("log_law_negative_u_star.toml", &["field `initial_velocity.u_star`", "positive", "-0.1"]),
     ("negative_cfl.toml", &["field `time.cfl`", "positive", "-0.2"]),
     ("negative_dt_max.toml", &["field `time.dt_max`", "positive", "-0.0001"]),
     ("negative_end_time.toml", &["field `time.end`", "positive", "-1"]),
