@@ -28,7 +28,7 @@ const QUICK_MAX_PARTICLES: usize = 30_000;
 /// how users make quick runs), and the step cap.
 fn quick_overrides(stem: &str) -> (Vec<String>, u64) {
     match stem {
-        "dam_break_3d" | "spheric_test2" => (vec!["dp=0.08".into()], 10),
+        "dam_break_3d" | "spheric_test2" | "spheric_test2_gate" => (vec!["dp=0.08".into()], 10),
         "dam_break_pier_3d" | "dam_break_breakwater_3d" | "channel_pier_3d" => (vec!["dp=0.04".into()], 10),
         "wave_flume_2d" | "floating_box_waves_2d" => (vec!["dp=0.02".into()], 20),
         _ => (vec![], 20),
