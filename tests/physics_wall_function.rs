@@ -24,7 +24,7 @@ fn loss_rate(overrides: &[&str], t: f64) -> (f64, f64) {
         panic!("the log layer starts in the log law's profile")
     };
     let area = (case.domain.max[0] - case.domain.min[0]) * (case.domain.max[1] - case.domain.min[1]);
-    let m = case.rho0 * case.dp.powi(3);
+    let m = case.mass;
     let mut sim = sim(&case, 0);
     let mut momentum = |sim: &mut surge_runtime::Simulation| {
         let s = sim.snapshot().unwrap();

@@ -13,6 +13,8 @@ pub struct PairGeom {
     pub r: V3,
     /// `|r|²`.
     pub r2: f32,
+    /// The kernel's `F(|r|)`: `grad_i W_ij = r F`.
+    pub f: f32,
     /// `grad_i W_ij`.
     pub gw: V3,
     /// `v_i - v_j`.

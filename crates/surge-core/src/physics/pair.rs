@@ -82,9 +82,9 @@ impl<
     /// Geometry of a pair at separation r (within the support, r² > 0).
     #[inline(always)]
     pub fn geom(&self, r: V3, r2: f32, vi: V3, vj: V3) -> PairGeom {
-        let gw = r * self.kernel.f(r2.sqrt());
+        let f = self.kernel.f(r2.sqrt());
         let v = vi - vj;
-        PairGeom { r, r2, gw, v, vr: v.dot(r) }
+        PairGeom { r, r2, f, gw: r * f, v, vr: v.dot(r) }
     }
 
     /// Fluid particle i, neighbour j (fluid or boundary): pressure gradient, viscosity,
@@ -119,7 +119,7 @@ impl<
             out.div_r -= vol * r.dot(g.gw);
         }
         if self.wall_nu > 0.0 && !j_fluid {
-            wall_add(r, self.kernel.f(r2.sqrt()), pj.m / pj.rho, pj.wall, pj.vel, &mut out.wall);
+            wall_add(r, g.f, pj.m / pj.rho, pj.wall, pj.vel, &mut out.wall);
         }
         // The step's viscous bound keeps v_i - v_j at mDBC walls too, the fluid's speed past
         // the wall particles (taking the ghost's velocity instead, as the viscous term does,
