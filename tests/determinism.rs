@@ -46,3 +46,11 @@ fn taylor_green_with_shifting_is_bitwise_identical_on_1_and_2_threads() {
     let b = run("taylor_green_2d.toml", &[], 2, 200);
     assert_bitwise_equal(&a, &b);
 }
+
+#[test]
+fn the_wall_function_is_bitwise_identical_on_1_and_2_threads() {
+    let o = ["dp=0.06", "physics.eos.c0_coef=10"];
+    let a = run("spheric_test2_gate.toml", &o, 1, 60);
+    let b = run("spheric_test2_gate.toml", &o, 2, 60);
+    assert_bitwise_equal(&a, &b);
+}

@@ -183,6 +183,20 @@ fn open_boundaries_on_3_ranks_match_one_process() {
     same_as_one_process("cases/channel_2d.toml", &["--set", "output.gauge_interval=0.002"], 600, 3, 1);
 }
 
+/// The shipped SPHERIC Test 2 with its gate and wall function (configs/spheric_test2_gate.toml:
+/// mDBC free slip, a solid moved by a table, the wall function) on 2 ranks cut along x, 80
+/// steps (0.06 s): the particles and gauges of one process.
+#[test]
+fn spheric_test2_gate_on_2_ranks_matches_one_process() {
+    same_as_one_process(
+        "spheric_test2_gate.toml",
+        &["--set", "dp=0.045", "--set", "physics.eos.c0_coef=10", "--set", "decomposition.split_axis=\"x\""],
+        80,
+        2,
+        1,
+    );
+}
+
 #[test]
 fn a_checkpoint_of_3_ranks_restarts_on_2() {
     let dir = TempDir::new("mpi-restart");

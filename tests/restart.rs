@@ -223,6 +223,15 @@ fn restart_in_memory_is_bitwise_for_each_scheme_and_buffer_set() {
     // mDBC: boundary densities come from the ghost nodes before each force pass, and the wall
     // normals travel.
     restart_in_memory("dam_break_2d.toml", &["dp=0.04", r#"physics.boundary={kind="mdbc"}"#], 0.03, 0.06, 1);
+    // The wall function at free-slip mDBC walls: its sums read the walls' normals, distances
+    // and velocities.
+    restart_in_memory(
+        "dam_break_2d.toml",
+        &["dp=0.04", r#"physics.boundary={kind="mdbc",slip=true}"#, r#"physics.wall_function={kind="log_law"}"#],
+        0.03,
+        0.06,
+        1,
+    );
 }
 
 /// A backend with another cell size (the CUDA backend's skin is thinner) re-locates the
