@@ -17,8 +17,8 @@ fn main() {
         std::process::exit(2);
     }
     let run = || -> Result<(), String> {
-        let text = std::fs::read_to_string(&args[1]).map_err(|e| format!("{}: {e}", args[1]))?;
-        let case = Case::from_str(&text, &args[3..]).map_err(|e| format!("{}: {e}", args[1]))?;
+        // From the file (not its text), so paths in it (a motion's table, a mesh) resolve.
+        let case = Case::from_file(std::path::Path::new(&args[1]), &args[3..]).map_err(|e| e.to_string())?;
         let grid = surge_cuda::grid_for(&case)?;
         // One word of id and kind, as a case of fewer than 2^30 particles takes.
         let defines = surge_cuda::compile::defines(&case, &grid, 1 << 20);

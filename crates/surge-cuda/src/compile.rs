@@ -220,8 +220,14 @@ pub fn defines(case: &Case, grid: &Grid, ids: u64) -> BTreeMap<&'static str, Str
     d.insert("TABLE_BINS", table_bins(grid).to_string());
     d.insert("LAYER_CELLS", grid.layer_cells().to_string());
     d.insert("INFO_PACKED", u8::from(info_packed(case, ids)).to_string());
-    // Tuning: resident blocks per multiprocessor the force kernel is compiled for (default 6).
-    if let Some(b) = std::env::var("SURGE_CUDA_MIN_BLOCKS").ok().filter(|v| v.parse::<u32>().is_ok()) {
+    // Tuning: resident blocks per multiprocessor the force kernel is compiled for (default 6,
+    // 40 registers). The wall function's eight sums spill there (ptxas for sm_90: 132 bytes
+    // against 32 without them), so its cases take 5 (48 registers, 64 bytes): on one H200,
+    // spheric_test2_gate.toml at dp 0.006 over the developed flow, 11.15 -> 10.49 ms a step
+    // (4 blocks: 10.72; docs/PERFORMANCE.md, "The wall function's registers"). The bits are
+    // the same: the count changes the registers ptxas allocates, not the operations.
+    let min_blocks = std::env::var("SURGE_CUDA_MIN_BLOCKS").ok().filter(|v| v.parse::<u32>().is_ok());
+    if let Some(b) = min_blocks.or_else(|| (c.wall_nu > 0.0).then(|| "5".to_string())) {
         d.insert("FORCES_MIN_BLOCKS", b);
     }
     // The same for the mDBC pass (default 4).
