@@ -467,12 +467,10 @@ extern "C" __global__ void gather8_kernel(int n, const unsigned *perm, const uin
 // ---- forces ------------------------------------------------------------------------
 
 // One thread per particle i: sum over the fluid and boundary particles of the cells within R
-// of i's cell ((2R+1)^DIM cells). Six resident blocks per multiprocessor: the compiler keeps
-// the kernel to 40 registers (a few spilled), raising occupancy from 50 % to 75 %, which
-// hides the latency of this issue-bound kernel (H100: 11.25 -> 9.41 ms per step on the
-// 4.45M-particle benchmark).
+// of i's cell ((2R+1)^DIM cells). FORCES_MIN_BLOCKS resident blocks per multiprocessor, chosen
+// by crates/surge-cuda/src/compile.rs (forces_min_blocks: 6, 5 with the wall function).
 #ifndef FORCES_MIN_BLOCKS
-#define FORCES_MIN_BLOCKS 6
+#error "FORCES_MIN_BLOCKS: defined by compile.rs (forces_min_blocks)"
 #endif
 
 // The neighbour traversal ([gpu] traversal; docs/PERFORMANCE.md, "Neighbour traversals"):

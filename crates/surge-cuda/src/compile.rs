@@ -77,6 +77,23 @@ pub fn mdbc_in_vel(case: &Case) -> bool {
         && !case.gauges.iter().any(|g| matches!(g, surge_core::case::Gauge::Force { .. }))
 }
 
+/// Resident blocks of 256 threads a multiprocessor the force kernel is compiled for
+/// (`__launch_bounds__`): 6, so that ptxas keeps it to 40 registers (a few spilled) and the
+/// occupancy of 75 % hides the latency of this issue-bound kernel (H100: 11.25 -> 9.41 ms a
+/// step on the 4.45M-particle benchmark). With the wall function (`wall_fn`) its eight sums
+/// spill there (ptxas for sm_90: 132 bytes against 32), so 5 (48 registers, 64 bytes): on one
+/// H200, spheric_test2_gate.toml at dp 0.006 over the developed flow, 11.15 -> 10.49 ms a
+/// step (4 blocks: 10.72; docs/PERFORMANCE.md, "The wall function's registers"). The count
+/// changes the registers ptxas allocates, not the operations, so not the bits.
+/// `SURGE_CUDA_MIN_BLOCKS` overrides it (tuning).
+pub fn forces_min_blocks(wall_fn: bool) -> u32 {
+    std::env::var("SURGE_CUDA_MIN_BLOCKS").ok().and_then(|v| v.trim().parse::<u32>().ok()).unwrap_or(if wall_fn {
+        5
+    } else {
+        6
+    })
+}
+
 /// The cell table's bins a cell on the GPU (`TABLE_BINS`): two (the fluid's and the
 /// boundary's) where twice the whole grid's cells fit in the 32-bit sort keys, else one with a
 /// byte of fluid count a cell (5 bytes a cell instead of 8, 0.5 % more time a step); the
@@ -220,16 +237,7 @@ pub fn defines(case: &Case, grid: &Grid, ids: u64) -> BTreeMap<&'static str, Str
     d.insert("TABLE_BINS", table_bins(grid).to_string());
     d.insert("LAYER_CELLS", grid.layer_cells().to_string());
     d.insert("INFO_PACKED", u8::from(info_packed(case, ids)).to_string());
-    // Tuning: resident blocks per multiprocessor the force kernel is compiled for (default 6,
-    // 40 registers). The wall function's eight sums spill there (ptxas for sm_90: 132 bytes
-    // against 32 without them), so its cases take 5 (48 registers, 64 bytes): on one H200,
-    // spheric_test2_gate.toml at dp 0.006 over the developed flow, 11.15 -> 10.49 ms a step
-    // (4 blocks: 10.72; docs/PERFORMANCE.md, "The wall function's registers"). The bits are
-    // the same: the count changes the registers ptxas allocates, not the operations.
-    let min_blocks = std::env::var("SURGE_CUDA_MIN_BLOCKS").ok().filter(|v| v.parse::<u32>().is_ok());
-    if let Some(b) = min_blocks.or_else(|| (c.wall_nu > 0.0).then(|| "5".to_string())) {
-        d.insert("FORCES_MIN_BLOCKS", b);
-    }
+    d.insert("FORCES_MIN_BLOCKS", forces_min_blocks(c.wall_nu > 0.0).to_string());
     // The same for the mDBC pass (default 4).
     if let Some(b) = std::env::var("SURGE_CUDA_MDBC_MIN_BLOCKS").ok().filter(|v| v.parse::<u32>().is_ok()) {
         d.insert("MDBC_MIN_BLOCKS", b);
