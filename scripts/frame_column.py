@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""Where the water over a gauge line is, frame by frame, from a run's VTU frames.
+
+    python3 scripts/frame_column.py RUN_DIR X Y --dp DP [--from T0] [--to T1] [--png OUT.png]
+            [--half-width 0.02] [--band 0.1] [--slab 0.03]
+
+For every frame of RUN_DIR/frames whose time (RUN_DIR/*.pvd) lies in [T0, T1] it prints the
+fluid over the square column |x - X|, |y - Y| <= half-width, band by band in z: the water
+depth that band holds (the particles' volume m/rho over the column's area, the same measure
+as a `water_height` gauge's integral of the fluid fraction) and its mean vertical and
+x-velocity. A band high above the others with water falling through it is spray or a
+falling sheet; a column filled from the floor is the surface. With --png it also draws, frame by
+frame into one image, the fluid of the slab |y - Y| <= slab seen from the side (x, z), coloured by the
+x-velocity, the column marked. Needs numpy (and matplotlib for --png).
+"""
+import argparse
+import glob
+import os
+import re
+import sys
+
+import numpy as np
+
+
+def read_vtu(path):
+    """id, kind, velocity, density, pressure and Points of one surge VTU frame (raw appended)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    head_end = data.index(b"<AppendedData")
+    head = data[:head_end].decode()
+    n = int(re.search(r'NumberOfPoints="(\d+)"', head).group(1))
+    start = data.index(b"_", head_end) + 1
+    types = {"UInt32": np.uint32, "UInt8": np.uint8, "Float32": np.float32, "Float64": np.float64, "Int64": np.int64}
+    out = {}
+    for m in re.finditer(r'<DataArray type="(\w+)" Name="(\w+)"(?: NumberOfComponents="(\d+)")? format="appended" offset="(\d+)"', head):
+        ty, name, comps, off = m.group(1), m.group(2), int(m.group(3) or 1), int(m.group(4))
+        if name in ("connectivity", "offsets", "types"):
+            continue
+        at = start + off
+        count = int(np.frombuffer(data, np.uint64, 1, at)[0])
+        a = np.frombuffer(data, types[ty], count // np.dtype(types[ty]).itemsize, at + 8)
+        out[name] = a.reshape(n, comps) if comps > 1 else a
+    return out
+
+
+def frame_times(run):
+    """(time, path) of every frame the run's .pvd lists."""
+    pvd = glob.glob(os.path.join(run, "*.pvd"))
+    if not pvd:
+        sys.exit(f"{run}: no .pvd time series")
+    text = open(pvd[0]).read()
+    return [(float(t), os.path.join(run, f)) for t, f in re.findall(r'timestep="([^"]+)"[^>]*file="([^"]+)"', text)]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("run")
+    ap.add_argument("x", type=float)
+    ap.add_argument("y", type=float)
+    ap.add_argument("--from", dest="t0", type=float, default=0.0)
+    ap.add_argument("--to", dest="t1", type=float, default=1e9)
+    ap.add_argument("--half-width", type=float, default=0.02)
+    ap.add_argument("--band", type=float, default=0.1)
+    ap.add_argument("--slab", type=float, default=0.03)
+    ap.add_argument("--png")
+    ap.add_argument("--rho0", type=float, default=1000.0)
+    ap.add_argument("--dp", type=float, required=True, help="the case's dp: a fluid particle's mass is rho0 dp^3")
+    a = ap.parse_args()
+    frames = [(t, p) for t, p in frame_times(a.run) if a.t0 - 1e-9 <= t <= a.t1 + 1e-9]
+    area = (2 * a.half_width) ** 2
+    shots = []
+    for t, path in frames:
+        f = read_vtu(path)
+        fluid = f["kind"] == 0
+        pos, vel, rho = f["Points"][fluid], f["velocity"][fluid], f["density"][fluid]
+        col = (np.abs(pos[:, 0] - a.x) <= a.half_width) & (np.abs(pos[:, 1] - a.y) <= a.half_width)
+        z, w, vz, vx = pos[col, 2], 1.0 / rho[col], vel[col, 2], vel[col, 0]
+        vol = a.rho0 * a.dp**3 * w
+        top = max(0.0, float(z.max())) if z.size else 0.0
+        bands = np.arange(0.0, top + a.band, a.band)
+        cells = []
+        for lo in bands:
+            s = (z >= lo) & (z < lo + a.band)
+            if s.any():
+                cells.append(f"{lo:.1f}:{vol[s].sum() / area:.3f}({vz[s].mean():+.1f},{vx[s].mean():+.1f})")
+        print(f"t {t:.3f}  depth {vol.sum() / area:.3f} m  " + " ".join(cells), flush=True)
+        if a.png:
+            s, bnd = np.abs(pos[:, 1] - a.y) <= a.slab, f["Points"][f["kind"] == 1]
+            shots.append((t, pos[s], vel[s], bnd[np.abs(bnd[:, 1] - a.y) <= a.slab]))
+    if a.png and shots:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        cols = 2 if len(shots) > 1 else 1
+        rows = (len(shots) + cols - 1) // cols
+        fig, axes = plt.subplots(rows, cols, figsize=(6 * cols, 3.2 * rows), squeeze=False, layout="constrained")
+        for ax in axes.flat[len(shots):]:
+            ax.axis("off")
+        for ax, (t, pos, vel, bnd) in zip(axes.flat, shots):
+            sc = ax.scatter(pos[:, 0], pos[:, 2], c=vel[:, 0], s=0.2, cmap="coolwarm", vmin=-3, vmax=3, rasterized=True)
+            ax.scatter(bnd[:, 0], bnd[:, 2], c="k", s=0.1, rasterized=True)
+            ax.axvspan(a.x - a.half_width, a.x + a.half_width, color="g", alpha=0.25)
+            ax.set_xlim(-0.05, 2.0)
+            ax.set_ylim(-0.05, 1.6)
+            ax.set_aspect("equal")
+            ax.set_title(f"t = {t:.3f} s", fontsize=9)
+        fig.colorbar(sc, ax=axes, label="vx (m/s)", shrink=0.6)
+        fig.suptitle(f"{os.path.basename(os.path.normpath(a.run))}: fluid of |y - {a.y}| <= {a.slab} from the side (x, z in m); the column in green")
+        fig.savefig(a.png, dpi=80)
+        plt.close(fig)
+
+if __name__ == "__main__":
+    main()
