@@ -13,7 +13,9 @@ Then, apart from the table and not among the issue's figures: how far the experi
 records run behind the run's clock, read from the reservoir (H4's drop from its level at
 rest, 0.05 s to 0.2 s: the time the experiment's H4, 10-ms averaged, first falls by the run's
 drop), and the first wettings on the experiment's clock moved by that lead
-(docs/PERFORMANCE.md, "The reservoir drains ahead in the experiment").
+(docs/PERFORMANCE.md, "The reservoir drains ahead in the experiment"); and when each height
+gauge's maximum falls in the run and in the experiment, so that a maximum within its
+tolerance but of another event shows (docs/PERFORMANCE.md, "H1 at the benchmark resolution").
 """
 import bisect
 import csv
@@ -158,6 +160,11 @@ def main():
         for g, (a, b) in wet.items():
             if a is not None and b is not None:
                 print(f"  {g} first wetting {a:.4f} s against {b + mid:.4f} s: {a - b - mid:+.3f} s (0.02 s asked of the unmoved clock)")
+    when = [(g, *(max(zip(*cut(t, v[g])), key=lambda p: p[1])[0] for t, v in ((ts, s), (te, e))))
+            for g in ["H1", "H2", "H3", "H4"] if g in s and g in e]
+    if when:
+        print("When each maximum falls (is it the same event?): " +
+              ", ".join(f"{g} {a:.3f} s against {b:.3f} s ({a - b:+.3f} s)" for g, a, b in when))
 
 
 if __name__ == "__main__":
