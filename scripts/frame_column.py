@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Where the water over a gauge line is, frame by frame, from a run's VTU frames.
 
-    python3 scripts/frame_column.py RUN_DIR X Y --dp DP [--from T0] [--to T1] [--png OUT.png]
+    python3 scripts/frame_column.py RUN_DIR X Y --dp DP [--from T0] [--to T1] [--png OUT.png [--xlim X0 X1] [--zlim Z0 Z1]]
             [--half-width 0.02] [--band 0.1] [--slab 0.03]
 
 For every frame of RUN_DIR/frames whose time (RUN_DIR/*.pvd) lies in [T0, T1] it prints the
@@ -43,6 +43,15 @@ def read_vtu(path):
     return out
 
 
+def read_frame(path):
+    """One frame: a .vtu, or a .pvtu's pieces (a run over several devices or ranks) joined."""
+    if not path.endswith(".pvtu"):
+        return read_vtu(path)
+    pieces = re.findall(r'<Piece Source="([^"]+)"', open(path).read())
+    parts = [read_vtu(os.path.join(os.path.dirname(path), p)) for p in pieces]
+    return {k: np.concatenate([q[k] for q in parts]) for k in parts[0]}
+
+
 def frame_times(run):
     """(time, path) of every frame the run's .pvd lists."""
     pvd = glob.glob(os.path.join(run, "*.pvd"))
@@ -63,6 +72,8 @@ def main():
     ap.add_argument("--band", type=float, default=0.1)
     ap.add_argument("--slab", type=float, default=0.03)
     ap.add_argument("--png")
+    ap.add_argument("--xlim", type=float, nargs=2, help="the drawing's x range (default the slab's)")
+    ap.add_argument("--zlim", type=float, nargs=2, help="the drawing's z range (default the slab's)")
     ap.add_argument("--rho0", type=float, default=1000.0)
     ap.add_argument("--dp", type=float, required=True, help="the case's dp: a fluid particle's mass is rho0 dp^3")
     a = ap.parse_args()
@@ -70,7 +81,7 @@ def main():
     area = (2 * a.half_width) ** 2
     shots = []
     for t, path in frames:
-        f = read_vtu(path)
+        f = read_frame(path)
         fluid = f["kind"] == 0
         pos, vel, rho = f["Points"][fluid], f["velocity"][fluid], f["density"][fluid]
         col = (np.abs(pos[:, 0] - a.x) <= a.half_width) & (np.abs(pos[:, 1] - a.y) <= a.half_width)
@@ -98,12 +109,14 @@ def main():
         fig, axes = plt.subplots(rows, cols, figsize=(6 * cols, 3.2 * rows), squeeze=False, layout="constrained")
         for ax in axes.flat[len(shots):]:
             ax.axis("off")
+        every = np.concatenate([np.concatenate([p[:, [0, 2]], b[:, [0, 2]]]) for _, p, _, b in shots])
+        lo, hi = every.min(axis=0), every.max(axis=0)
         for ax, (t, pos, vel, bnd) in zip(axes.flat, shots):
             sc = ax.scatter(pos[:, 0], pos[:, 2], c=vel[:, 0], s=0.2, cmap="coolwarm", vmin=-3, vmax=3, rasterized=True)
             ax.scatter(bnd[:, 0], bnd[:, 2], c="k", s=0.1, rasterized=True)
             ax.axvspan(a.x - a.half_width, a.x + a.half_width, color="g", alpha=0.25)
-            ax.set_xlim(-0.05, 2.0)
-            ax.set_ylim(-0.05, 1.6)
+            ax.set_xlim(*(a.xlim or (lo[0], hi[0])))
+            ax.set_ylim(*(a.zlim or (lo[1], hi[1])))
             ax.set_aspect("equal")
             ax.set_title(f"t = {t:.3f} s", fontsize=9)
         fig.colorbar(sc, ax=axes, label="vx (m/s)", shrink=0.6)
