@@ -7,11 +7,13 @@
 For every frame of RUN_DIR/frames whose time (RUN_DIR/*.pvd) lies in [T0, T1] it prints the
 fluid over the square column |x - X|, |y - Y| <= half-width, band by band in z: the water
 depth that band holds (the particles' volume m/rho over the column's area, the same measure
-as a `water_height` gauge's integral of the fluid fraction) and its mean vertical and
-x-velocity. A band high above the others with water falling through it is spray or a
+as a `water_height` gauge's integral of the fluid fraction) and its mean velocity, printed
+`z_band:depth(vz,vx,vy)`. A band high above the others with water falling through it is spray or a
 falling sheet; a column filled from the floor is the surface. With --png it also draws, frame by
 frame into one image, the fluid of the slab |y - Y| <= slab seen from the side (x, z), coloured by the
-x-velocity, the column marked. Needs numpy (and matplotlib for --png).
+x-velocity, the column marked. With --strip X0 X1 Y0 Y1 it also prints, frame by frame, the
+water depth of the strip X0 <= x < X1 across y in bins (and each bin's mean vy): where water
+arrives along a wall, say. Needs numpy (and matplotlib for --png).
 """
 import argparse
 import glob
@@ -74,6 +76,9 @@ def main():
     ap.add_argument("--png")
     ap.add_argument("--xlim", type=float, nargs=2, help="the drawing's x range (default the slab's)")
     ap.add_argument("--zlim", type=float, nargs=2, help="the drawing's z range (default the slab's)")
+    ap.add_argument("--strip", type=float, nargs=4, metavar=("X0", "X1", "Y0", "Y1"),
+                    help="also the water depth of the strip X0 <= x < X1 across Y0..Y1, in --bins bins of y, and its mean vy")
+    ap.add_argument("--bins", type=int, default=10)
     ap.add_argument("--rho0", type=float, default=1000.0)
     ap.add_argument("--dp", type=float, required=True, help="the case's dp: a fluid particle's mass is rho0 dp^3")
     a = ap.parse_args()
@@ -85,7 +90,7 @@ def main():
         fluid = f["kind"] == 0
         pos, vel, rho = f["Points"][fluid], f["velocity"][fluid], f["density"][fluid]
         col = (np.abs(pos[:, 0] - a.x) <= a.half_width) & (np.abs(pos[:, 1] - a.y) <= a.half_width)
-        z, w, vz, vx = pos[col, 2], 1.0 / rho[col], vel[col, 2], vel[col, 0]
+        z, w, vz, vx, vy = pos[col, 2], 1.0 / rho[col], vel[col, 2], vel[col, 0], vel[col, 1]
         vol = a.rho0 * a.dp**3 * w
         top = max(0.0, float(z.max())) if z.size else 0.0
         bands = np.arange(0.0, top + a.band, a.band)
@@ -93,8 +98,18 @@ def main():
         for lo in bands:
             s = (z >= lo) & (z < lo + a.band)
             if s.any():
-                cells.append(f"{lo:.1f}:{vol[s].sum() / area:.3f}({vz[s].mean():+.1f},{vx[s].mean():+.1f})")
+                cells.append(f"{lo:.1f}:{vol[s].sum() / area:.3f}({vz[s].mean():+.1f},{vx[s].mean():+.1f},{vy[s].mean():+.1f})")
         print(f"t {t:.3f}  depth {vol.sum() / area:.3f} m  " + " ".join(cells), flush=True)
+        if a.strip:
+            x0, x1, y0, y1 = a.strip
+            inside = (pos[:, 0] >= x0) & (pos[:, 0] < x1)
+            v = a.rho0 * a.dp**3 / rho[inside]
+            edges = dict(bins=a.bins, range=(y0, y1))
+            cell = (x1 - x0) * (y1 - y0) / a.bins
+            depth = np.histogram(pos[inside, 1], weights=v, **edges)[0]
+            vy = np.histogram(pos[inside, 1], weights=v * vel[inside, 1], **edges)[0] / np.maximum(depth, 1e-30)
+            print(f"      strip x {x0}-{x1}: depth by y " + " ".join(f"{d / cell:.3f}" for d in depth)
+                  + "  vy " + " ".join(f"{u:+.1f}" for u in vy), flush=True)
         if a.png:
             s, bnd = np.abs(pos[:, 1] - a.y) <= a.slab, f["Points"][f["kind"] == 1]
             shots.append((t, pos[s], vel[s], bnd[np.abs(bnd[:, 1] - a.y) <= a.slab]))
