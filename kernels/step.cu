@@ -1112,7 +1112,7 @@ extern "C" __global__ void mdbc_fix_kernel(int count, const unsigned *__restrict
 // and 1.8 (the list); docs/PERFORMANCE.md.
 // Reads only fluid entries of vel and writes only listed boundary entries.
 #ifndef MDBC_MIN_BLOCKS
-#define MDBC_MIN_BLOCKS 4
+#error "MDBC_MIN_BLOCKS: defined by compile.rs (mdbc_min_blocks)"
 #endif
 extern "C" __global__ void __launch_bounds__(256, MDBC_MIN_BLOCKS)
     mdbc_kernel(const unsigned *__restrict__ list, const unsigned *__restrict__ order,

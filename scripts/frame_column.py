@@ -23,24 +23,17 @@ import sys
 
 import numpy as np
 
+from surge_vtu import TYPES, layout
+
 
 def read_vtu(path):
-    """id, kind, velocity, density, pressure and Points of one surge VTU frame (raw appended)."""
+    """id, kind, velocity, density, pressure and Points of one surge VTU frame."""
     with open(path, "rb") as f:
-        data = f.read()
-    head_end = data.index(b"<AppendedData")
-    head = data[:head_end].decode()
-    n = int(re.search(r'NumberOfPoints="(\d+)"', head).group(1))
-    start = data.index(b"_", head_end) + 1
-    types = {"UInt32": np.uint32, "UInt8": np.uint8, "Float32": np.float32, "Float64": np.float64, "Int64": np.int64}
+        raw = f.read()
+    n, fields = layout(raw)
     out = {}
-    for m in re.finditer(r'<DataArray type="(\w+)" Name="(\w+)"(?: NumberOfComponents="(\d+)")? format="appended" offset="(\d+)"', head):
-        ty, name, comps, off = m.group(1), m.group(2), int(m.group(3) or 1), int(m.group(4))
-        if name in ("connectivity", "offsets", "types"):
-            continue
-        at = start + off
-        count = int(np.frombuffer(data, np.uint64, 1, at)[0])
-        a = np.frombuffer(data, types[ty], count // np.dtype(types[ty]).itemsize, at + 8)
+    for name, ty, comps, at, nb in fields:
+        a = np.frombuffer(raw, TYPES[ty][1], nb // np.dtype(TYPES[ty][1]).itemsize, at)
         out[name] = a.reshape(n, comps) if comps > 1 else a
     return out
 

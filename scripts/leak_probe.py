@@ -7,23 +7,15 @@ only, so it runs on a GPU host as it is (a 5.4-million-particle frame in about 2
 found the slot at Test 2's high faces (docs/PERFORMANCE.md, "The slot at a high face").
 
     scripts/leak_probe.py FRAME.vtu X Y"""
-import array, re, sys, collections
+import array, sys, collections
+from surge_vtu import TYPES, layout
 path, X, Y = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
 raw = open(path, 'rb').read()
-head_end = raw.index(b'<AppendedData')
-head = raw[:head_end].decode()
-n = int(re.search(r'NumberOfPoints="(\d+)"', head).group(1))
-start = raw.index(b'_', head_end) + 1
+n, fields = layout(raw)
 arrs = {}
-for m in re.finditer(r'<DataArray type="(\w+)" Name="(\w+)"(?: NumberOfComponents="(\d)")? format="appended" offset="(\d+)"', head):
-    ty, name, comps, off = m.group(1), m.group(2), int(m.group(3) or 1), int(m.group(4))
-    code = {'UInt32': 'I', 'UInt8': 'B', 'Float32': 'f', 'Float64': 'd', 'Int64': 'q'}[ty]
-    if name in ('connectivity', 'offsets', 'types'):
-        continue
-    a = array.array(code)
-    o = start + off + 8
-    nb = int.from_bytes(raw[start + off:o], 'little')
-    a.frombytes(raw[o:o + nb])
+for name, ty, comps, at, nb in fields:
+    a = array.array(TYPES[ty][0])
+    a.frombytes(raw[at:at + nb])
     arrs[name] = a
 P, K, I, V, D = arrs['Points'], arrs['kind'], arrs['id'], arrs['velocity'], arrs['density']
 out = []

@@ -87,11 +87,19 @@ pub fn mdbc_in_vel(case: &Case) -> bool {
 /// changes the registers ptxas allocates, not the operations, so not the bits.
 /// `SURGE_CUDA_MIN_BLOCKS` overrides it (tuning).
 pub fn forces_min_blocks(wall_fn: bool) -> u32 {
-    std::env::var("SURGE_CUDA_MIN_BLOCKS").ok().and_then(|v| v.trim().parse::<u32>().ok()).unwrap_or(if wall_fn {
-        5
-    } else {
-        6
-    })
+    min_blocks("SURGE_CUDA_MIN_BLOCKS", if wall_fn { 5 } else { 6 })
+}
+
+/// Resident blocks a multiprocessor the mDBC ghost pass is compiled for: 4 (its 91 registers
+/// held to 64; kernels/step.cu, mdbc_kernel). `SURGE_CUDA_MDBC_MIN_BLOCKS` overrides it.
+pub fn mdbc_min_blocks() -> u32 {
+    min_blocks("SURGE_CUDA_MDBC_MIN_BLOCKS", 4)
+}
+
+/// A kernel's `__launch_bounds__` block count: the environment variable `var` where it holds
+/// a whole number (tuning), else `default`.
+fn min_blocks(var: &str, default: u32) -> u32 {
+    std::env::var(var).ok().and_then(|v| v.trim().parse::<u32>().ok()).unwrap_or(default)
 }
 
 /// The cell table's bins a cell on the GPU (`TABLE_BINS`): two (the fluid's and the
@@ -182,7 +190,8 @@ pub fn defines(case: &Case, grid: &Grid, ids: u64) -> BTreeMap<&'static str, Str
     };
     d.insert("MDBC", mdbc.into());
     // The wall function (physics.wall_function): its viscosity and smallest distance.
-    d.insert("WALL_FN", u8::from(c.wall_nu > 0.0).to_string());
+    let wall_fn = c.wall_nu > 0.0;
+    d.insert("WALL_FN", u8::from(wall_fn).to_string());
     d.insert("WALL_NU", lit(c.wall_nu));
     d.insert("WALL_Y_MIN", lit(c.wall_y_min));
     d.insert("MDBC_IN_VEL", u8::from(mdbc_in_vel(case)).to_string());
@@ -237,11 +246,8 @@ pub fn defines(case: &Case, grid: &Grid, ids: u64) -> BTreeMap<&'static str, Str
     d.insert("TABLE_BINS", table_bins(grid).to_string());
     d.insert("LAYER_CELLS", grid.layer_cells().to_string());
     d.insert("INFO_PACKED", u8::from(info_packed(case, ids)).to_string());
-    d.insert("FORCES_MIN_BLOCKS", forces_min_blocks(c.wall_nu > 0.0).to_string());
-    // The same for the mDBC pass (default 4).
-    if let Some(b) = std::env::var("SURGE_CUDA_MDBC_MIN_BLOCKS").ok().filter(|v| v.parse::<u32>().is_ok()) {
-        d.insert("MDBC_MIN_BLOCKS", b);
-    }
+    d.insert("FORCES_MIN_BLOCKS", forces_min_blocks(wall_fn).to_string());
+    d.insert("MDBC_MIN_BLOCKS", mdbc_min_blocks().to_string());
     let traversal = match traversal(case, grid) {
         Traversal::Ranges => "1",
         Traversal::Pencil => "2",
