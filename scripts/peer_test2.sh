@@ -13,7 +13,8 @@
 #   with the wall's velocity and the walls' viscosity a fifth, as the peer's case; shipped:
 #   configs/spheric_test2.toml's, mDBC with free slip and the fluid's viscosity at the walls),
 #   BUDGET (s, default 570), OUT (default /tmp/peer-test2).
-# The gauge files come back as OUT/gauges_{dsph,surge}_BOUNDARY.csv; to draw both against the
+# The gauge files come back as OUT/gauges_{dsph,surge}_BOUNDARY.csv (a peer's run stopped by
+# the budget leaves its own gauge files in OUT/dsph_BOUNDARY_gauges_raw.tgz); to draw both against the
 # experiment: surge plot OUT/gauges_surge_mdbc.csv --only P1,H2,H3 --average 0.01
 #   --reference tests/data/spheric_test2_kleefsman2005.csv --reference OUT/gauges_dsph_mdbc.csv
 #
@@ -79,7 +80,9 @@ for b in ${BOUNDS:-mdbc dbc}; do
   left=$(( ${BUDGET:-570} - (SECONDS-t0) )); [ $left -lt 30 ] && { echo "no time left for $b"; break; }
   rm -rf /tmp/dsph-t2-$b
   (cd $C && timeout $left $X -name zT2 -dirout /tmp/dsph-t2-$b -dirdataout data -gpu -svres -verlet -$b \
-     -ddt:3 -cellmode:h -sv:none -tmax:$T > "$OUT/dsph_$b.log" 2>&1) || { echo "DualSPHysics $b failed: $OUT/dsph_$b.log"; continue; }
+     -ddt:3 -cellmode:h -sv:none -tmax:$T > "$OUT/dsph_$b.log" 2>&1) || {
+    echo "DualSPHysics $b failed or ran out of time: $OUT/dsph_$b.log (its last DtMin warning: $(grep -o '[0-9]* DTs adjusted to DtMin (t:[0-9.]*' "$OUT/dsph_$b.log" | tail -1 | sed 's/(t:/by t = /'))"
+    (cd /tmp/dsph-t2-$b && tar czf "$OUT/dsph_${b}_gauges_raw.tgz" Gauges*.csv 2>/dev/null); continue; }
   ROW[dsph_$b]=$(python3 - /tmp/dsph-t2-$b "$OUT/dsph_$b.log" $B0 <<'PY'
 import csv, re, sys
 d, log, b0 = sys.argv[1], open(sys.argv[2]).read(), float(sys.argv[3])
@@ -96,6 +99,11 @@ print(f"{np} {steps} {1000 * secs / steps:.3f} {np * steps / secs:.3e} {int(r['M
 PY
 )
   echo "DualSPHysics $b: ${ROW[dsph_$b]} (particles steps ms/step particle-steps/s bytes/p) at $((SECONDS-t0)) s"
+  echo "DualSPHysics $b: $(grep -o 'DTs adjusted to DtMin\.*: [0-9]*' "$OUT/dsph_$b.log" | tail -1 | sed 's/\.*:/:/')"
+  if python3 -c "import sys; sys.exit(0 if $GDT < 0.002 else 1)"; then   # its figures, whatever surge does
+    cp /tmp/dsph-t2-$b/gauges.csv "$OUT/gauges_dsph_$b.csv"
+    python3 "$here/spheric_test2_compare.py" "$OUT/gauges_dsph_$b.csv" | sed "s/^/dsph $b: /"
+  fi
   left=$(( ${BUDGET:-570} - (SECONDS-t0) )); [ $left -lt 30 ] && { echo "no time left for surge $b"; break; }
   if [ "${SURGE_PHYSICS:-peer}" = shipped ]; then   # configs/spheric_test2.toml's physics
     vis='{kind="artificial",alpha=0.1}'; bnd='{kind="mdbc",slip=true}'
@@ -106,16 +114,15 @@ PY
     --set physics.eos.c0_coef=20 --set "physics.viscosity=$vis" \
     --set 'physics.density_diffusion={kind="fourtakas",delta=0.1}' --set "physics.boundary=$bnd" \
     --set time.end=$T --set output.interval=$T --set output.gauge_interval=$GDT > "$OUT/surge_$b.log" 2>&1 \
-    || { echo "surge $b failed: $OUT/surge_$b.log"; continue; }
+    || { echo "surge $b failed or ran out of time: $OUT/surge_$b.log (its gauges so far: $OUT/gauges_surge_$b.csv)"
+         cp /tmp/surge-t2-$b/gauges.csv "$OUT/gauges_surge_$b.csv" 2>/dev/null; continue; }
   ROW[surge_$b]=$(python3 -c "
 import json; d = json.load(open('/tmp/surge-t2-$b/summary.json'))
 print(d['particles'], d['steps'], f\"{1000 * d['wall_seconds'] / d['steps']:.3f}\", f\"{d['particles'] * d['steps'] / d['wall_seconds']:.3e}\", d['bytes_per_particle'])")
   echo "surge $b: ${ROW[surge_$b]} at $((SECONDS-t0)) s"
   if python3 -c "import sys; sys.exit(0 if $GDT < 0.002 else 1)"; then
-    for c in dsph surge; do
-      [ $c = dsph ] && g=/tmp/dsph-t2-$b/gauges.csv || g=/tmp/surge-t2-$b/gauges.csv
-      cp $g "$OUT/gauges_${c}_$b.csv"; python3 "$here/spheric_test2_compare.py" $g | sed "s/^/$c $b: /"
-    done
+    cp /tmp/surge-t2-$b/gauges.csv "$OUT/gauges_surge_$b.csv"
+    python3 "$here/spheric_test2_compare.py" "$OUT/gauges_surge_$b.csv" | sed "s/^/surge $b: /"
   fi
 done
 echo
