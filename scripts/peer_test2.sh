@@ -12,7 +12,9 @@
 #   to speak of; 0.0002 for the comparison), SURGE_PHYSICS=peer|shipped (default peer: mDBC
 #   with the wall's velocity and the walls' viscosity a fifth, as the peer's case; shipped:
 #   configs/spheric_test2.toml's, mDBC with free slip and the fluid's viscosity at the walls),
-#   BUDGET (s, default 570), OUT (default /tmp/peer-test2).
+#   BUDGET (s, default 570), OUT (default /tmp/peer-test2), CODES (default "dsph surge": which
+#   codes run; one alone, for figures against the experiment from a run longer than one call
+#   can hold both; speeds side by side only from one call that ran both).
 # The gauge files come back as OUT/gauges_{dsph,surge}_BOUNDARY.csv (a peer's run stopped by
 # the budget leaves its own gauge files in OUT/dsph_BOUNDARY_gauges_raw.tgz); to draw both against the
 # experiment: surge plot OUT/gauges_surge_mdbc.csv --only P1,H2,H3 --average 0.01
@@ -39,6 +41,9 @@ nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
 NVCC=$(command -v nvcc || ls /usr/local/cuda*/bin/nvcc 2>/dev/null | head -1); TK=$(dirname "$(dirname "$NVCC")")
 W=/tmp/dsph-peer-t2 X=/tmp/dsph-peer-t2/bin/linux/DualSPHysics_linux64
 B0=308314.3   # the patch's Tait B: 1000 (20 sqrt(9.81 0.55))^2 / 7
+has() { case " ${CODES:-dsph surge} " in *" $1 "*) return 0 ;; esac; return 1; }
+C=$W/test_linux/_DataCases_Ds5Test
+if has dsph; then
 if [ ! -x $X ]; then
   bash "$PEER/prepare.sh" $W >/dev/null
   python3 - $W/src/source/JGauge_ker.cu $B0 <<'PY'
@@ -55,7 +60,6 @@ PY
     || { echo "DualSPHysics build failed: $OUT/dsph_build.log"; exit 1; }
   echo "DualSPHysics built in $((SECONDS-t0)) s"
 fi
-C=$W/test_linux/_DataCases_Ds5Test
 python3 - $C/Spheric2Dam_04M.xml $C/T2.xml $GDT <<'PY'
 import sys
 s = open(sys.argv[1]).read(); dt = sys.argv[3]
@@ -75,8 +79,10 @@ PY
 [ -f $C/zT2.bi4 ] || (cd $C && ../../bin/linux/GenCase_linux64 T2 zT2 > "$OUT/gencase.log" 2>&1) \
   || { echo "GenCase failed: $OUT/gencase.log"; exit 1; }
 echo "case generated at $((SECONDS-t0)) s"
+fi
 declare -A ROW
 for b in ${BOUNDS:-mdbc dbc}; do
+  if has dsph; then
   left=$(( ${BUDGET:-570} - (SECONDS-t0) )); [ $left -lt 30 ] && { echo "no time left for $b"; break; }
   rm -rf /tmp/dsph-t2-$b
   (cd $C && timeout $left $X -name zT2 -dirout /tmp/dsph-t2-$b -dirdataout data -gpu -svres -verlet -$b \
@@ -104,6 +110,8 @@ PY
     cp /tmp/dsph-t2-$b/gauges.csv "$OUT/gauges_dsph_$b.csv"
     python3 "$here/spheric_test2_compare.py" "$OUT/gauges_dsph_$b.csv" | sed "s/^/dsph $b: /"
   fi
+  fi
+  has surge || continue
   left=$(( ${BUDGET:-570} - (SECONDS-t0) )); [ $left -lt 30 ] && { echo "no time left for surge $b"; break; }
   if [ "${SURGE_PHYSICS:-peer}" = shipped ]; then   # configs/spheric_test2.toml's physics
     vis='{kind="artificial",alpha=0.1}'; bnd='{kind="mdbc",slip=true}'
