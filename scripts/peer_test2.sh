@@ -43,7 +43,7 @@ W=/tmp/dsph-peer-t2 X=/tmp/dsph-peer-t2/bin/linux/DualSPHysics_linux64
 B0=308314.3   # the patch's Tait B: 1000 (20 sqrt(9.81 0.55))^2 / 7
 has() { case " ${CODES:-dsph surge} " in *" $1 "*) return 0 ;; esac; return 1; }
 C=$W/test_linux/_DataCases_Ds5Test
-if has dsph; then
+if has dsph; then   # the peer's build and case (to the matching fi)
 if [ ! -x $X ]; then
   bash "$PEER/prepare.sh" $W >/dev/null
   python3 - $W/src/source/JGauge_ker.cu $B0 <<'PY'
@@ -82,7 +82,7 @@ echo "case generated at $((SECONDS-t0)) s"
 fi
 declare -A ROW
 for b in ${BOUNDS:-mdbc dbc}; do
-  if has dsph; then
+  if has dsph; then   # the peer's run and its figures
   left=$(( ${BUDGET:-570} - (SECONDS-t0) )); [ $left -lt 30 ] && { echo "no time left for $b"; break; }
   rm -rf /tmp/dsph-t2-$b
   (cd $C && timeout $left $X -name zT2 -dirout /tmp/dsph-t2-$b -dirdataout data -gpu -svres -verlet -$b \
