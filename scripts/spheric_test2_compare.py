@@ -2,9 +2,10 @@
 """SPHERIC Test 2 against the experiment, in the figures the issue's check uses.
 
     scripts/spheric_test2_compare.py RUN/gauges.csv [tests/data/spheric_test2_kleefsman2005.csv]
+        [--until T]
 
 Prints one table: P1's 10-ms-averaged impact peak and its plateau (mean over 0.45 s to the
-end of both series, at most 2 s), the first wetting of the height gauges behind and in front
+end of both series, at most 2 s, or T: `--until` cuts runs of different lengths to one span), the first wetting of the height gauges behind and in front
 of the box (H1-H3: the first time the water is 0.01 m deep), and each height gauge's maximum
 (over the common time span); the run, the experiment and the difference, with the issue's
 tolerances (15 %, 0.02 s, 10 %) marked. Standard library only: runs on a GPU host as it is.
@@ -113,13 +114,18 @@ def reservoir_lead(ts, hs, te, he):
 
 
 def main():
-    run = sys.argv[1]
+    args, until = sys.argv[1:], 2.0
+    if "--until" in args:
+        k = args.index("--until")
+        until = float(args[k + 1])
+        del args[k:k + 2]
+    run = args[0]
     here = os.path.dirname(os.path.abspath(__file__))
-    ref = sys.argv[2] if len(sys.argv) > 2 else os.path.join(here, "..", "tests", "data",
-                                                              "spheric_test2_kleefsman2005.csv")
+    ref = args[1] if len(args) > 1 else os.path.join(here, "..", "tests", "data",
+                                                     "spheric_test2_kleefsman2005.csv")
     ts, s = read(run)
     te, e = read(ref)
-    end = min(ts[-1], te[-1], 2.0)
+    end = min(ts[-1], te[-1], until)
     cut = lambda t, v: ([a for a in t if a <= end], [b for a, b in zip(t, v) if a <= end])
     lines = []
 
