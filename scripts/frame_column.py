@@ -76,15 +76,15 @@ def main():
     ap.add_argument("--dp", type=float, required=True, help="the case's dp: a fluid particle's mass is rho0 dp^3")
     a = ap.parse_args()
     frames = [(t, p) for t, p in frame_times(a.run) if a.t0 - 1e-9 <= t <= a.t1 + 1e-9]
-    area = (2 * a.half_width) ** 2
+    area, mass = (2 * a.half_width) ** 2, a.rho0 * a.dp**3
     shots = []
     for t, path in frames:
         f = read_frame(path)
         fluid = f["kind"] == 0
-        pos, vel, rho = f["Points"][fluid], f["velocity"][fluid], f["density"][fluid]
+        pos, vel = f["Points"][fluid], f["velocity"][fluid]
+        volume = mass / f["density"][fluid]  # each fluid particle's m / rho
         col = (np.abs(pos[:, 0] - a.x) <= a.half_width) & (np.abs(pos[:, 1] - a.y) <= a.half_width)
-        z, w, vz, vx, vy = pos[col, 2], 1.0 / rho[col], vel[col, 2], vel[col, 0], vel[col, 1]
-        vol = a.rho0 * a.dp**3 * w
+        z, vol, vz, vx, vy = pos[col, 2], volume[col], vel[col, 2], vel[col, 0], vel[col, 1]
         top = max(0.0, float(z.max())) if z.size else 0.0
         bands = np.arange(0.0, top + a.band, a.band)
         cells = []
@@ -96,7 +96,7 @@ def main():
         if a.strip:
             x0, x1, y0, y1 = a.strip
             inside = (pos[:, 0] >= x0) & (pos[:, 0] < x1)
-            v = a.rho0 * a.dp**3 / rho[inside]
+            v = volume[inside]
             edges = dict(bins=a.bins, range=(y0, y1))
             cell = (x1 - x0) * (y1 - y0) / a.bins
             depth = np.histogram(pos[inside, 1], weights=v, **edges)[0]

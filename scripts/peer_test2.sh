@@ -81,14 +81,21 @@ PY
 echo "case generated at $((SECONDS-t0)) s"
 fi
 declare -A ROW
-for b in ${BOUNDS:-mdbc dbc}; do
-  if has dsph; then   # the peer's run and its figures
-  left=$(( ${BUDGET:-570} - (SECONDS-t0) )); [ $left -lt 30 ] && { echo "no time left for $b"; break; }
+FINE=$(python3 -c "print(1 if $GDT < 0.002 else 0)")   # gauges fine enough for the figures
+# The figures of code $1's gauge file $2 against the experiment, the file kept in OUT.
+figures() {
+  [ "$FINE" = 1 ] && [ -f "$2" ] || return 0
+  cp "$2" "$OUT/gauges_$1_$b.csv"
+  python3 "$here/spheric_test2_compare.py" "$OUT/gauges_$1_$b.csv" | sed "s/^/$1 $b: /"
+}
+# The peer's run for boundary $b and its figures; its row in ROW. Fails when out of time.
+peer_run() {
+  local left=$(( ${BUDGET:-570} - (SECONDS-t0) )); [ $left -lt 30 ] && { echo "no time left for $b"; return 1; }
   rm -rf /tmp/dsph-t2-$b
   (cd $C && timeout $left $X -name zT2 -dirout /tmp/dsph-t2-$b -dirdataout data -gpu -svres -verlet -$b \
      -ddt:3 -cellmode:h -sv:none -tmax:$T > "$OUT/dsph_$b.log" 2>&1) || {
     echo "DualSPHysics $b failed or ran out of time: $OUT/dsph_$b.log (its last DtMin warning: $(grep -o '[0-9]* DTs adjusted to DtMin (t:[0-9.]*' "$OUT/dsph_$b.log" | tail -1 | sed 's/(t:/by t = /'))"
-    (cd /tmp/dsph-t2-$b && tar czf "$OUT/dsph_${b}_gauges_raw.tgz" Gauges*.csv 2>/dev/null); continue; }
+    (cd /tmp/dsph-t2-$b && tar czf "$OUT/dsph_${b}_gauges_raw.tgz" Gauges*.csv 2>/dev/null); return 0; }
   ROW[dsph_$b]=$(python3 - /tmp/dsph-t2-$b "$OUT/dsph_$b.log" $B0 <<'PY'
 import csv, re, sys
 d, log, b0 = sys.argv[1], open(sys.argv[2]).read(), float(sys.argv[3])
@@ -106,11 +113,10 @@ PY
 )
   echo "DualSPHysics $b: ${ROW[dsph_$b]} (particles steps ms/step particle-steps/s bytes/p) at $((SECONDS-t0)) s"
   echo "DualSPHysics $b: $(grep -o 'DTs adjusted to DtMin\.*: [0-9]*' "$OUT/dsph_$b.log" | tail -1 | sed 's/\.*:/:/')"
-  if python3 -c "import sys; sys.exit(0 if $GDT < 0.002 else 1)"; then   # its figures, whatever surge does
-    cp /tmp/dsph-t2-$b/gauges.csv "$OUT/gauges_dsph_$b.csv"
-    python3 "$here/spheric_test2_compare.py" "$OUT/gauges_dsph_$b.csv" | sed "s/^/dsph $b: /"
-  fi
-  fi
+  figures dsph /tmp/dsph-t2-$b/gauges.csv   # its figures, whatever surge does
+}
+for b in ${BOUNDS:-mdbc dbc}; do
+  if has dsph; then peer_run || break; fi
   has surge || continue
   left=$(( ${BUDGET:-570} - (SECONDS-t0) )); [ $left -lt 30 ] && { echo "no time left for surge $b"; break; }
   if [ "${SURGE_PHYSICS:-peer}" = shipped ]; then   # configs/spheric_test2.toml's physics
@@ -121,17 +127,14 @@ PY
   timeout $left "$S" run "$root/configs/dam_break_3d.toml" --backend cuda --out /tmp/surge-t2-$b --quiet --set dp=0.006 \
     --set physics.eos.c0_coef=20 --set "physics.viscosity=$vis" \
     --set 'physics.density_diffusion={kind="fourtakas",delta=0.1}' --set "physics.boundary=$bnd" \
-    --set time.end=$T --set output.interval=$T --set output.gauge_interval=$GDT > "$OUT/surge_$b.log" 2>&1 \
-    || { echo "surge $b failed or ran out of time: $OUT/surge_$b.log (its gauges so far: $OUT/gauges_surge_$b.csv)"
-         cp /tmp/surge-t2-$b/gauges.csv "$OUT/gauges_surge_$b.csv" 2>/dev/null; continue; }
+    --set time.end=$T --set output.interval=$T --set output.gauge_interval=$GDT > "$OUT/surge_$b.log" 2>&1
+  ok=$?
+  figures surge /tmp/surge-t2-$b/gauges.csv   # its gauges so far, if it ran out of time
+  [ $ok = 0 ] || { echo "surge $b failed or ran out of time: $OUT/surge_$b.log"; continue; }
   ROW[surge_$b]=$(python3 -c "
 import json; d = json.load(open('/tmp/surge-t2-$b/summary.json'))
 print(d['particles'], d['steps'], f\"{1000 * d['wall_seconds'] / d['steps']:.3f}\", f\"{d['particles'] * d['steps'] / d['wall_seconds']:.3e}\", d['bytes_per_particle'])")
   echo "surge $b: ${ROW[surge_$b]} at $((SECONDS-t0)) s"
-  if python3 -c "import sys; sys.exit(0 if $GDT < 0.002 else 1)"; then
-    cp /tmp/surge-t2-$b/gauges.csv "$OUT/gauges_surge_$b.csv"
-    python3 "$here/spheric_test2_compare.py" "$OUT/gauges_surge_$b.csv" | sed "s/^/surge $b: /"
-  fi
 done
 echo
 echo "SPHERIC Test 2, dp 0.006, t = 0 -> $T s, one GPU, whole run (gauges every $GDT s)"

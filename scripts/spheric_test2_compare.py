@@ -5,9 +5,10 @@
         [--until T]
 
 Prints one table: P1's 10-ms-averaged impact peak and its plateau (mean over 0.45 s to the
-end of both series, at most 2 s, or T: `--until` cuts runs of different lengths to one span), the first wetting of the height gauges behind and in front
-of the box (H1-H3: the first time the water is 0.01 m deep), and each height gauge's maximum
-(over the common time span); the run, the experiment and the difference, with the issue's
+end of both series, at most 2 s, or T: `--until` cuts runs of different lengths to one
+span), the first wetting of the height gauges behind and in front of the box (H1-H3: the
+first time the water is 0.01 m deep), and each height gauge's maximum (over the common time
+span); the run, the experiment and the difference, with the issue's
 tolerances (15 %, 0.02 s, 10 %) marked. Standard library only: runs on a GPU host as it is.
 
 Then, apart from the table and not among the issue's figures: how far the experiment's
