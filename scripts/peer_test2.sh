@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPHERIC Test 2 at dp 0.006 on one GPU: DualSPHysics 5.0 (its own case, Spheric2Dam_04M) and
-# surge (configs/dam_break_3d.toml, the benchmark's geometry, set to the same physics) in one call, DBC and mDBC, with the
+# surge (configs/dam_break_3d.toml, the benchmark's geometry, its tank closed at 1 m as the peer's, set to the same physics) in one call, DBC and mDBC, with the
 # peer's gauges patched to read P1 as surge does. For each boundary: ms/step, particle-steps/s
 # and bytes/particle of both codes, and (GAUGE_DT small) both codes' figures against the
 # experiment (scripts/spheric_test2_compare.py).
@@ -14,7 +14,11 @@
 #   configs/spheric_test2.toml's, mDBC with free slip and the fluid's viscosity at the walls),
 #   BUDGET (s, default 570), OUT (default /tmp/peer-test2), CODES (default "dsph surge": which
 #   codes run; one alone, for figures against the experiment from a run longer than one call
-#   can hold both; speeds side by side only from one call that ran both).
+#   can hold both; speeds side by side only from one call that ran both), SURGE_TOP=capped|open
+#   (default capped: surge's tank closed at 1 m as the peer's case closes its own; open, the
+#   config's open top, was the only form before 2026-12-03's thirtieth session), KEEP_PEER_BIN=1
+#   (the built peer comes back as OUT/dsph_bin.tgz; put it in PEER_DIR and the next call skips
+#   the build, about 40 s).
 # The gauge files come back as OUT/gauges_{dsph,surge}_BOUNDARY.csv (a peer's run stopped by
 # the budget leaves its own gauge files in OUT/dsph_BOUNDARY_gauges_raw.tgz); to draw both against the
 # experiment: surge plot OUT/gauges_surge_mdbc.csv --only P1,H2,H3 --average 0.01
@@ -44,6 +48,9 @@ B0=308314.3   # the patch's Tait B: 1000 (20 sqrt(9.81 0.55))^2 / 7
 has() { case " ${CODES:-dsph surge} " in *" $1 "*) return 0 ;; esac; return 1; }
 C=$W/test_linux/_DataCases_Ds5Test
 if has dsph; then   # the peer's build and case (to the matching fi)
+if [ ! -x $X ] && [ -f "$PEER/dsph_bin.tgz" ]; then   # a build of an earlier call
+  bash "$PEER/prepare.sh" $W >/dev/null && tar xzf "$PEER/dsph_bin.tgz" -C $W && echo "DualSPHysics from $PEER/dsph_bin.tgz"
+fi
 if [ ! -x $X ]; then
   bash "$PEER/prepare.sh" $W >/dev/null
   python3 - $W/src/source/JGauge_ker.cu $B0 <<'PY'
@@ -59,6 +66,7 @@ PY
   (cd $W/src/source && make -j"$(nproc)" CUDA=00 DIRTOOLKIT="$TK" > "$OUT/dsph_build.log" 2>&1) \
     || { echo "DualSPHysics build failed: $OUT/dsph_build.log"; exit 1; }
   echo "DualSPHysics built in $((SECONDS-t0)) s"
+  [ "${KEEP_PEER_BIN:-0}" = 1 ] && tar czf "$OUT/dsph_bin.tgz" -C $W bin/linux/DualSPHysics_linux64
 fi
 python3 - $C/Spheric2Dam_04M.xml $C/T2.xml $GDT <<'PY'
 import sys
@@ -123,11 +131,12 @@ for b in ${BOUNDS:-mdbc dbc}; do
     vis='{kind="artificial",alpha=0.1}'; bnd='{kind="mdbc",slip=true}'
   else vis='{kind="artificial",alpha=0.1,boundary_factor=0.2}'; bnd='{kind="mdbc",slip="wall"}'; fi
   [ $b = dbc ] && bnd='{kind="dbc"}'
+  top=(); [ "${SURGE_TOP:-capped}" = capped ] && top=(--set 'wall.0.faces=["x-","x+","y-","y+","z-","z+"]')
   rm -rf /tmp/surge-t2-$b
   timeout $left "$S" run "$root/configs/dam_break_3d.toml" --backend cuda --out /tmp/surge-t2-$b --quiet --set dp=0.006 \
     --set physics.eos.c0_coef=20 --set "physics.viscosity=$vis" \
     --set 'physics.density_diffusion={kind="fourtakas",delta=0.1}' --set "physics.boundary=$bnd" \
-    --set time.end=$T --set output.interval=$T --set output.gauge_interval=$GDT > "$OUT/surge_$b.log" 2>&1
+    --set time.end=$T --set output.interval=$T --set output.gauge_interval=$GDT "${top[@]}" > "$OUT/surge_$b.log" 2>&1
   ok=$?
   figures surge /tmp/surge-t2-$b/gauges.csv   # its gauges so far, if it ran out of time
   [ $ok = 0 ] || { echo "surge $b failed or ran out of time: $OUT/surge_$b.log"; continue; }
