@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPHERIC Test 2 at dp 0.006 on one GPU: DualSPHysics 5.0 (its own case, Spheric2Dam_04M) and
-# surge (configs/dam_break_3d.toml, the benchmark's geometry, its tank closed at 1 m as the peer's, set to the same physics) in one call, DBC and mDBC, with the
-# peer's gauges patched to read P1 as surge does. For each boundary: ms/step, particle-steps/s
+# surge (configs/dam_break_3d.toml, the benchmark's geometry, its tank closed at 1 m as the
+# peer's, set to the same physics) in one call, DBC and mDBC, with the peer's gauges patched to
+# read P1 as surge does. For each boundary: ms/step, particle-steps/s
 # and bytes/particle of both codes, and (GAUGE_DT small) both codes' figures against the
 # experiment (scripts/spheric_test2_compare.py).
 #
