@@ -38,6 +38,7 @@ here=$(cd "$(dirname "$0")" && pwd); root=$(dirname "$here")
 [ $# -ge 2 ] || { echo "usage: $0 PEER_DIR SURGE_BINARY [TMAX]" >&2; exit 2; }
 [ -f "$1/prepare.sh" ] || { echo "$1: no prepare.sh (expected the peer's side-by-side folder)" >&2; exit 2; }
 [ -x "$2" ] || { echo "$2: not an executable surge binary" >&2; exit 2; }
+case ${SURGE_TOP:-capped} in capped|open) ;; *) echo "SURGE_TOP=$SURGE_TOP: expected capped or open" >&2; exit 2 ;; esac
 PEER=$(realpath "$1"); S=$(realpath "$2"); T=${3:-0.4}
 OUT=${OUT:-/tmp/peer-test2}; mkdir -p "$OUT"; GDT=${GAUGE_DT:-$T}
 exec > >(tee -a "$OUT/peer_test2.txt") 2>&1
