@@ -26,7 +26,7 @@ fn loss_rate(overrides: &[&str], t: f64) -> (f64, f64) {
     let area = (case.domain.max[0] - case.domain.min[0]) * (case.domain.max[1] - case.domain.min[1]);
     let m = case.mass;
     let mut sim = sim(&case, 0);
-    let mut momentum = |sim: &mut surge_runtime::Simulation| {
+    let momentum = |sim: &mut surge_runtime::Simulation| {
         let s = sim.snapshot().unwrap();
         fluid(&s).map(|i| m * s.vel[i][0] as f64).sum::<f64>() / area
     };
