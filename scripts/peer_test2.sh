@@ -2,9 +2,9 @@
 # SPHERIC Test 2 at dp 0.006 on one GPU: DualSPHysics 5.0 (its own case, Spheric2Dam_04M) and
 # surge (configs/dam_break_3d.toml, the benchmark's geometry, its tank closed at 1 m as the
 # peer's, set to the same physics) in one call, DBC and mDBC, with the peer's gauges patched to
-# read P1 as surge does. For each boundary: ms/step, particle-steps/s
-# and bytes/particle of both codes, and (GAUGE_DT small) both codes' figures against the
-# experiment (scripts/spheric_test2_compare.py).
+# read P1 as surge does. For each boundary: ms/step, particle-steps/s and bytes/particle of
+# both codes, and (GAUGE_DT small) both codes' figures against the experiment
+# (scripts/spheric_test2_compare.py).
 #
 # Usage: scripts/peer_test2.sh PEER_DIR SURGE_BINARY [TMAX=0.4]
 #   PEER_DIR: the DualSPHysics side-by-side folder (its prepare.sh and source archive; not part
@@ -38,7 +38,9 @@ here=$(cd "$(dirname "$0")" && pwd); root=$(dirname "$here")
 [ $# -ge 2 ] || { echo "usage: $0 PEER_DIR SURGE_BINARY [TMAX]" >&2; exit 2; }
 [ -f "$1/prepare.sh" ] || { echo "$1: no prepare.sh (expected the peer's side-by-side folder)" >&2; exit 2; }
 [ -x "$2" ] || { echo "$2: not an executable surge binary" >&2; exit 2; }
-case ${SURGE_TOP:-capped} in capped|open) ;; *) echo "SURGE_TOP=$SURGE_TOP: expected capped or open" >&2; exit 2 ;; esac
+top=()   # surge's tank: closed at 1 m as the peer's, or the config's open top
+case ${SURGE_TOP:-capped} in capped) top=(--set 'wall.0.faces=["x-","x+","y-","y+","z-","z+"]') ;; open) ;;
+  *) echo "SURGE_TOP=$SURGE_TOP: expected capped or open" >&2; exit 2 ;; esac
 PEER=$(realpath "$1"); S=$(realpath "$2"); T=${3:-0.4}
 OUT=${OUT:-/tmp/peer-test2}; mkdir -p "$OUT"; GDT=${GAUGE_DT:-$T}
 exec > >(tee -a "$OUT/peer_test2.txt") 2>&1
@@ -48,14 +50,15 @@ NVCC=$(command -v nvcc || ls /usr/local/cuda*/bin/nvcc 2>/dev/null | head -1); T
 W=/tmp/dsph-peer-t2 X=/tmp/dsph-peer-t2/bin/linux/DualSPHysics_linux64
 B0=308314.3   # the patch's Tait B: 1000 (20 sqrt(9.81 0.55))^2 / 7
 has() { case " ${CODES:-dsph surge} " in *" $1 "*) return 0 ;; esac; return 1; }
+left() { echo $(( ${BUDGET:-570} - (SECONDS-t0) )); }   # seconds of the budget left
 C=$W/test_linux/_DataCases_Ds5Test
 if has dsph; then   # the peer's build and case (to the matching fi)
-if [ ! -x $X ] && [ -f "$PEER/dsph_bin.tgz" ]; then   # a build of an earlier call
-  bash "$PEER/prepare.sh" $W >/dev/null && tar xzf "$PEER/dsph_bin.tgz" -C $W && echo "DualSPHysics from $PEER/dsph_bin.tgz"
-fi
 if [ ! -x $X ]; then
   bash "$PEER/prepare.sh" $W >/dev/null
-  python3 - $W/src/source/JGauge_ker.cu $B0 <<'PY'
+  if [ -f "$PEER/dsph_bin.tgz" ]; then   # a build of an earlier call
+    tar xzf "$PEER/dsph_bin.tgz" -C $W && echo "DualSPHysics from $PEER/dsph_bin.tgz"
+  else   # build it, its P1 gauge patched
+    python3 - $W/src/source/JGauge_ker.cu $B0 <<'PY'
 import sys
 p, b = sys.argv[1], sys.argv[2]; s = open(p, encoding='latin-1').read()
 for old, new in [("  sumvel.x+=wab*velrhopp2.x;\n", "  sumvel.x+=wab*(SURGE_B*(powf(velrhopp2.w*0.001f,7.f)-1.f));\n"),
@@ -65,10 +68,11 @@ for old, new in [("  sumvel.x+=wab*velrhopp2.x;\n", "  sumvel.x+=wab*(SURGE_B*(p
     s = s.replace(old, new)
 open(p, 'w', encoding='latin-1').write(f"#define SURGE_B {b}f\n" + s)
 PY
-  (cd $W/src/source && make -j"$(nproc)" CUDA=00 DIRTOOLKIT="$TK" > "$OUT/dsph_build.log" 2>&1) \
-    || { echo "DualSPHysics build failed: $OUT/dsph_build.log"; exit 1; }
-  echo "DualSPHysics built in $((SECONDS-t0)) s"
-  [ "${KEEP_PEER_BIN:-0}" = 1 ] && tar czf "$OUT/dsph_bin.tgz" -C $W bin/linux/DualSPHysics_linux64
+    (cd $W/src/source && make -j"$(nproc)" CUDA=00 DIRTOOLKIT="$TK" > "$OUT/dsph_build.log" 2>&1) \
+      || { echo "DualSPHysics build failed: $OUT/dsph_build.log"; exit 1; }
+    echo "DualSPHysics built in $((SECONDS-t0)) s"
+    [ "${KEEP_PEER_BIN:-0}" = 1 ] && tar czf "$OUT/dsph_bin.tgz" -C $W bin/linux/DualSPHysics_linux64
+  fi
 fi
 python3 - $C/Spheric2Dam_04M.xml $C/T2.xml $GDT <<'PY'
 import sys
@@ -100,7 +104,7 @@ figures() {
 }
 # The peer's run for boundary $b and its figures; its row in ROW. Fails when out of time.
 peer_run() {
-  local left=$(( ${BUDGET:-570} - (SECONDS-t0) )); [ $left -lt 30 ] && { echo "no time left for $b"; return 1; }
+  local left=$(left); [ $left -lt 30 ] && { echo "no time left for $b"; return 1; }
   rm -rf /tmp/dsph-t2-$b
   (cd $C && timeout $left $X -name zT2 -dirout /tmp/dsph-t2-$b -dirdataout data -gpu -svres -verlet -$b \
      -ddt:3 -cellmode:h -sv:none -tmax:$T > "$OUT/dsph_$b.log" 2>&1) || {
@@ -128,12 +132,11 @@ PY
 for b in ${BOUNDS:-mdbc dbc}; do
   if has dsph; then peer_run || break; fi
   has surge || continue
-  left=$(( ${BUDGET:-570} - (SECONDS-t0) )); [ $left -lt 30 ] && { echo "no time left for surge $b"; break; }
+  left=$(left); [ $left -lt 30 ] && { echo "no time left for surge $b"; break; }
   if [ "${SURGE_PHYSICS:-peer}" = shipped ]; then   # configs/spheric_test2.toml's physics
     vis='{kind="artificial",alpha=0.1}'; bnd='{kind="mdbc",slip=true}'
   else vis='{kind="artificial",alpha=0.1,boundary_factor=0.2}'; bnd='{kind="mdbc",slip="wall"}'; fi
   [ $b = dbc ] && bnd='{kind="dbc"}'
-  top=(); [ "${SURGE_TOP:-capped}" = capped ] && top=(--set 'wall.0.faces=["x-","x+","y-","y+","z-","z+"]')
   rm -rf /tmp/surge-t2-$b
   timeout $left "$S" run "$root/configs/dam_break_3d.toml" --backend cuda --out /tmp/surge-t2-$b --quiet --set dp=0.006 \
     --set physics.eos.c0_coef=20 --set "physics.viscosity=$vis" \

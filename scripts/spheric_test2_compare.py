@@ -19,11 +19,11 @@ drop), and the first wettings on the experiment's clock moved by that lead
 gauge's maximum falls in the run and in the experiment, so that a maximum within its
 tolerance but of another event shows (docs/PERFORMANCE.md, "H1 at the benchmark resolution").
 """
+import argparse
 import bisect
 import csv
 import math
 import os
-import sys
 
 WET = 0.01  # m: a height gauge is wet from this depth on
 AVERAGE = 0.01  # s: the SPHERIC comparison's moving average of pressures
@@ -115,18 +115,16 @@ def reservoir_lead(ts, hs, te, he):
 
 
 def main():
-    args, until = sys.argv[1:], 2.0
-    if "--until" in args:
-        k = args.index("--until")
-        until = float(args[k + 1])
-        del args[k:k + 2]
-    run = args[0]
     here = os.path.dirname(os.path.abspath(__file__))
-    ref = args[1] if len(args) > 1 else os.path.join(here, "..", "tests", "data",
-                                                     "spheric_test2_kleefsman2005.csv")
-    ts, s = read(run)
-    te, e = read(ref)
-    end = min(ts[-1], te[-1], until)
+    ap = argparse.ArgumentParser(description="SPHERIC Test 2 against the experiment")
+    ap.add_argument("run", help="a run's gauges.csv")
+    ap.add_argument("ref", nargs="?", help="the experiment's series",
+                    default=os.path.join(here, "..", "tests", "data", "spheric_test2_kleefsman2005.csv"))
+    ap.add_argument("--until", type=float, default=2.0, help="the end of the compared span (s)")
+    opt = ap.parse_args()
+    ts, s = read(opt.run)
+    te, e = read(opt.ref)
+    end = min(ts[-1], te[-1], opt.until)
     cut = lambda t, v: ([a for a in t if a <= end], [b for a, b in zip(t, v) if a <= end])
     lines = []
 
@@ -156,7 +154,7 @@ def main():
              for g in ["H1", "H2", "H3", "H4"] if g in s and g in e}
     for g, (a, b) in peaks.items():
         row(f"{g} maximum to {end:.2f} s (m)", a[1], b[1], 0.10, True)
-    print(f"SPHERIC Test 2: {run} against {os.path.basename(ref)} (t <= {end:.2f} s)")
+    print(f"SPHERIC Test 2: {opt.run} against {os.path.basename(opt.ref)} (t <= {end:.2f} s)")
     print(f"{'figure':<34} {'surge':>12} {'experiment':>12} {'difference':>11}  tolerance")
     for what, sim, exp, shown, verdict in lines:
         f = lambda x: f"{'-':>12}" if x is None else f"{x:12.4g}"
