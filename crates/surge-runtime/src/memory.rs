@@ -130,6 +130,13 @@ pub fn largest_dp(case: &Case, gpu: bool, devices: usize, share: f64, writes: bo
     Some((hi / mag).ceil() * mag)
 }
 
+/// `x` written with the decimals of its third significant digit (`largest_dp` rounds to
+/// that): 0.00414, not the binary float's 0.0041400000000000005.
+fn three_digits(x: f64) -> String {
+    let decimals = (2.0 - x.log10().floor()).max(0.0) as usize;
+    format!("{x:.decimals$}")
+}
+
 /// The memory this process may still take: `MemAvailable` of /proc/meminfo, lowered to the
 /// room left under the cgroup's limit when one is set (a Slurm job's allocation). None where
 /// neither is readable.
@@ -158,7 +165,7 @@ pub fn refusal(m: &HostMemory, case: &Case, gpu: bool, devices: usize, share: f6
     let avail = m.available.filter(|_| !m.fits())?;
     let gb = |b: u64| b as f64 / 1e9;
     let dp = match largest_dp(case, gpu, devices, share, writes, avail) {
-        Some(dp) => format!("the largest dp that fits is about {dp}"),
+        Some(dp) => format!("the largest dp that fits is about {} m", three_digits(dp)),
         None => "no dp makes it fit".into(),
     };
     Some(format!(
@@ -202,6 +209,15 @@ mod tests {
         // 5^(1/3) = 1.71 and 5^(1/2) = 2.24 times the dp.
         let r = dp / case.dp;
         assert!((1.70..2.25).contains(&r), "{dp}");
+    }
+
+    #[test]
+    fn a_dp_is_written_to_its_three_digits() {
+        assert_eq!(three_digits(0.0041400000000000005), "0.00414");
+        assert_eq!(three_digits(0.0125), "0.0125");
+        assert_eq!(three_digits(0.1), "0.100");
+        assert_eq!(three_digits(2.5), "2.50");
+        assert_eq!(three_digits(123.0), "123");
     }
 
     #[test]
