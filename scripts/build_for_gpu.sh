@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Build the release binary and test binaries here and copy them to .device/ (ignored by git)
 # for a GPU host that has no Rust toolchain; run scripts/gpu_check.sh there.
+# PACK=1 puts them in one xz archive, .device/bins.tar.xz, instead (about 26 MB where the
+# binaries are about 145 MB: under a device call's 64 MiB carry); scripts/gpu_check.sh
+# unpacks it, and other scripts need `(cd .device && tar xJf bins.tar.xz)` first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .device
@@ -21,3 +24,7 @@ strip .device/*
 # The scaling harness (benches/scaling.rs); there: .device/scaling --surge .device/surge-mpi ...
 f=$(cargo bench --features mpi --bench scaling --no-run 2>&1 | grep -o "target/release/deps/scaling-[0-9a-f]*" | head -n 1)
 [ -n "$f" ] && cp "$f" .device/scaling && strip .device/scaling && echo .device/scaling
+if [ "${PACK:-0}" = 1 ]; then
+    (cd .device && files=$(ls | grep -v '^bins\.tar\.xz$' | grep -v '^peer$') &&
+        tar cJf bins.tar.xz $files && rm -f $files && ls -l bins.tar.xz)
+fi

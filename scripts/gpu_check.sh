@@ -2,11 +2,20 @@
 # GPU check: on a host with an NVIDIA GPU and the release binaries built here
 # (scripts/build_for_gpu.sh puts them in .device/), run the CUDA parity test, the physics
 # test suite on the CUDA backend, and the GPU benchmark; print a short table last.
-# Usage: scripts/gpu_check.sh [BIN_DIR] [LOG_DIR]
+# Usage: [PARTS="a b"] scripts/gpu_check.sh [BIN_DIR] [LOG_DIR]
+# Part a is the parity tests and the decompositions (about 480 s on an H200), part b the
+# physics suite, a run with its restart and the benchmarks (about 470 s): PARTS=a and
+# PARTS=b each fit in one device call of 600 s, both together do not.
+# A BIN_DIR holding bins.tar.xz (PACK=1 scripts/build_for_gpu.sh) is unpacked first.
 set -uo pipefail
 bin=${1:-.device}
 logs=${2:-${OUT:-/tmp/surge-gpu-check}}
+parts=" ${PARTS:-a b} "
+case "$parts" in *" a "*|*" b "*) ;; *) echo "error: PARTS='${PARTS:-}': expected a, b or \"a b\"" >&2; exit 2 ;; esac
 mkdir -p "$logs"
+if [ -f "$bin/bins.tar.xz" ] && [ ! -x "$bin/surge" ]; then
+    tar xJf "$bin/bins.tar.xz" -C "$bin" || { echo "error: $bin/bins.tar.xz: cannot unpack it" >&2; exit 2; }
+fi
 status=()
 run() { # name, command...
     local name=$1; shift
@@ -16,6 +25,7 @@ run() { # name, command...
 }
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$logs/gpu.txt"
 run info "$bin/surge" info
+if [[ $parts == *" a "* ]]; then
 run parity "$bin/gpu_parity" --ignored --nocapture --test-threads 1
 # The cell table of one bin a cell (what grids past 2^31 cells take): the same parity.
 run parity_one_bin env SURGE_CUDA_TABLE_BINS=1 "$bin/gpu_parity" --ignored --nocapture --test-threads 1 --skip a_case_streamed
@@ -25,6 +35,8 @@ for t in pencil cta; do
     [ -x "$bin/decomposition" ] && run "cuda_decomposition_$t" env SURGE_TEST_BACKEND=cuda SURGE_TEST_TRAVERSAL=$t \
         "$bin/decomposition" --nocapture --test-threads 1
 done
+fi
+if [[ $parts == *" b "* ]]; then
 for t in physics_channel_flows physics_hydrostatic physics_taylor_green physics_wall_function physics_dam_break physics_loads determinism motion bodies open removal; do
     [ -x "$bin/$t" ] && run "cuda_$t" env SURGE_TEST_BACKEND=cuda "$bin/$t" --nocapture --test-threads 1
 done
@@ -42,6 +54,7 @@ ls "$logs/run/frames" | wc -l | sed 's/^/frames written: /'
 run bench_cpu "$bin/surge" bench --backend cpu --steps 20
 run bench_gpu "$bin/surge" bench --backend cuda --steps 200
 run bench_3d_5M "$bin/surge" bench --backend cuda --cases dam-break3d --steps ${BENCH_STEPS:-100} --set dp=0.006
+fi
 echo
 echo "=== summary"
 printf '%s\n' "${status[@]}"
