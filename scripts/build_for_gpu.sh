@@ -2,7 +2,7 @@
 # Build the release binary and test binaries here and copy them to .device/ (ignored by git)
 # for a GPU host that has no Rust toolchain; run scripts/gpu_check.sh there.
 # PACK=1 puts them in one xz archive, .device/bins.tar.xz, instead (about 26 MB where the
-# binaries are about 145 MB: under a device call's 64 MiB carry); scripts/gpu_check.sh
+# binaries are about 144 MB: under a device call's 64 MiB carry); scripts/gpu_check.sh
 # unpacks it, and other scripts need `(cd .device && tar xJf bins.tar.xz)` first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
